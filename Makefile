@@ -1,0 +1,56 @@
+# The README's commands. Everything a fresh clone needs is installed from here.
+#   make book   build the HTML book into _build/html
+#   make test   every test (CI runs this through .ci/run)
+#   make lab    JupyterLab on a private copy of the labs (work/)
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+JOBS ?= 2
+# Debian packages: bubblewrap (the grader's sandbox), chromium (browser tests), fonts-noto-cjk (the glossary's Chinese).
+APT_PACKAGES := bubblewrap chromium fonts-noto-cjk
+
+.PHONY: setup system book test lab lock clean
+.DEFAULT_GOAL := help
+
+help:
+	@echo "make book   build the book into _build/html"
+	@echo "make test   run every test (unit, property, notebooks, book build, grader, browser)"
+	@echo "make lab    open JupyterLab on your own copy of the labs in work/"
+
+$(STAMP): requirements.lock pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	touch $@
+
+setup: $(STAMP)
+
+# Installs the Debian packages that are missing; needs root or sudo (a no-op when all are present).
+system:
+	@missing=$$(for p in $(APT_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if ! command -v apt-get >/dev/null; then echo "Please install: $$missing (no apt-get here)"; exit 1; fi; \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo=sudo; \
+	  echo "Installing Debian packages: $$missing"; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing >/dev/null; \
+	fi
+
+book: $(STAMP)
+	$(BIN)/jupyter-book build -W -n --keep-going .
+	@echo "Open file://$(CURDIR)/_build/html/index.html"
+
+test: $(STAMP) system book
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadscope --nbval-lax --nbval-current-env
+
+lab: $(STAMP)
+	$(BIN)/python -m qkv.cli workspace work
+	$(BIN)/jupyter lab --notebook-dir=work
+
+lock:
+	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^qkv' | sed 's/^torch==\(.*\)+cpu/torch==\1/' > requirements.lock.new
+	@echo "Review requirements.lock.new, keep the header lines, then move it over requirements.lock"
+
+clean:
+	rm -rf _build

@@ -1,0 +1,237 @@
+"""Softmax and scaled dot-product attention, in the row convention and the notes' column convention.
+
+Row convention (ours, PyTorch's, the paper's): each token is a row. With queries ``q`` of shape
+``(..., L, d_k)``, keys ``k`` of shape ``(..., S, d_k)`` and values ``v`` of shape ``(..., S, d_v)``::
+
+    scores  = q @ k.T / sqrt(d_k)        # (..., L, S)
+    weights = softmax(scores, dim=-1)    # (..., L, S), each row sums to 1
+    out     = weights @ v                # (..., L, d_v)
+
+Column convention (the source notes): each token is a column, ``A = K^T Q``, softmax down each
+column, ``O = V A'``. Both give the same numbers, transposed.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import torch
+import torch.nn.functional as F
+
+from .shapes import require, require_same_device_dtype, require_tensor, shape_of
+
+__all__ = ["softmax", "scaled_dot_product_attention", "column_attention", "check_mask"]
+
+Impl = Literal["auto", "explicit", "fused"]
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
+    r"""Numerically stable softmax along ``dim``.
+
+    .. math:: \mathrm{softmax}(x)_j = \frac{e^{x_j - m}}{\sum_{j'} e^{x_{j'} - m}}, \quad m = \max_j x_j
+
+    Subtracting the maximum changes nothing mathematically but keeps ``exp`` from overflowing, so
+    logits of ``1e4`` give finite weights. A slice whose entries are all ``-inf`` (a query whose
+    every key is masked) gives zeros rather than NaN. Half-precision inputs are computed in float32
+    and returned in their own dtype.
+
+    Parameters
+    ----------
+    x : Tensor, any shape
+    dim : int
+        The axis that is normalised to sum to 1.
+
+    Returns
+    -------
+    Tensor, the shape and dtype of ``x``.
+
+    Examples
+    --------
+    >>> import torch, qkv
+    >>> qkv.softmax(torch.tensor([1e4, 0.0]))
+    tensor([1., 0.])
+    """
+    require_tensor("x", x, min_dim=1, floating=True)
+    require(-x.dim() <= dim < x.dim(), "dim", f"in [{-x.dim()}, {x.dim()}) for x of shape {shape_of(x)}", dim)
+    work = x.float() if x.dtype in _LOW_PRECISION else x
+    m = work.amax(dim=dim, keepdim=True)
+    m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))  # all -inf slice: keep exp() at 0, not NaN
+    e = torch.exp(work - m)
+    total = e.sum(dim=dim, keepdim=True)
+    out = e / torch.where(total > 0, total, torch.ones_like(total))
+    return out.to(x.dtype)
+
+
+def check_mask(mask: object, target: tuple[int, ...], *, name: str = "mask") -> torch.Tensor:
+    """Check that ``mask`` is boolean and broadcasts to ``target`` without enlarging it."""
+    mask = require_tensor(name, mask)
+    require(mask.dtype == torch.bool, name, "a boolean tensor (True = may attend)", f"dtype {mask.dtype}")
+    try:
+        ok = torch.broadcast_shapes(mask.shape, target) == torch.Size(target)
+    except RuntimeError:
+        ok = False
+    require(ok and mask.dim() <= len(target), name, f"broadcastable to {target}", mask)
+    return mask
+
+
+def _check_qkv(q: object, k: object, v: object) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    q = require_tensor("query", q, min_dim=2, floating=True)
+    k = require_tensor("key", k, min_dim=2, floating=True)
+    v = require_tensor("value", v, min_dim=2, floating=True)
+    require_same_device_dtype(("query", "key", "value"), (q, k, v))
+    batch, d_k = q.shape[:-2], q.shape[-1]
+    require(
+        k.dim() == q.dim() and k.shape[:-2] == batch and k.shape[-1] == d_k,
+        "key",
+        f"(..., S, d_k) with leading dims {tuple(batch)} and d_k={d_k} like query {shape_of(q)}",
+        k,
+    )
+    require(
+        v.dim() == k.dim() and v.shape[:-1] == k.shape[:-1],
+        "value",
+        f"(..., S, d_v) with (..., S) = {shape_of(k)[:-1]} like key {shape_of(k)}",
+        v,
+    )
+    return q, k, v
+
+
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    scale: float | None = None,
+    return_weights: bool = False,
+    impl: Impl = "auto",
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    r"""Scaled dot-product attention, :math:`\mathrm{softmax}(QK^\top / \sqrt{d_k})\,V`.
+
+    Parameters
+    ----------
+    q : Tensor (..., L, d_k)
+        Queries, one row per query position.
+    k : Tensor (..., S, d_k)
+        Keys, one row per key position; the same leading dims as ``q``.
+    v : Tensor (..., S, d_v)
+        Values, one row per key position.
+    mask : bool Tensor broadcastable to (..., L, S), optional
+        ``True`` means "may attend", the meaning of a boolean ``attn_mask`` in
+        ``torch.nn.functional.scaled_dot_product_attention`` (and the *inverse* of
+        ``key_padding_mask`` / boolean ``attn_mask`` in ``torch.nn.MultiheadAttention``).
+        Masked scores become ``-inf``. A query whose every key is masked gets zero weights
+        and a zero output, never NaN.
+    scale : float, optional
+        Multiplies the scores; default ``1 / sqrt(d_k)``.
+    return_weights : bool
+        Also return the attention weights.
+    impl : {"auto", "explicit", "fused"}
+        ``"explicit"`` runs the three steps the book teaches; ``"fused"`` calls PyTorch's kernel
+        (which never materialises the weights); ``"auto"`` is fused unless weights are asked for.
+
+    Returns
+    -------
+    out : Tensor (..., L, d_v)
+    weights : Tensor (..., L, S), only if ``return_weights``; each unmasked row sums to 1.
+
+    Examples
+    --------
+    >>> import torch, qkv
+    >>> q, k, v = torch.randn(2, 5, 8), torch.randn(2, 7, 8), torch.randn(2, 7, 3)
+    >>> out, w = qkv.scaled_dot_product_attention(q, k, v, return_weights=True)
+    >>> out.shape, w.shape
+    (torch.Size([2, 5, 3]), torch.Size([2, 5, 7]))
+    """
+    q, k, v = _check_qkv(q, k, v)
+    require(impl in ("auto", "explicit", "fused"), "impl", "'auto', 'explicit' or 'fused'", repr(impl))
+    require(
+        not (impl == "fused" and return_weights),
+        "impl",
+        "'explicit' or 'auto' when return_weights=True (the fused kernel never forms the weights)",
+        repr(impl),
+    )
+    L, S = q.shape[-2], k.shape[-2]
+    if mask is not None:
+        mask = check_mask(mask, (*q.shape[:-2], L, S))
+        require(mask.device == q.device, "mask", f"on the device of query ({q.device})", f"device {mask.device}")
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+
+    if impl == "explicit" or return_weights:
+        scores = (q @ k.transpose(-2, -1)) * scale  # (..., L, S)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        weights = softmax(scores, dim=-1)  # (..., L, S)
+        out = weights @ v  # (..., L, d_v)
+        return (out, weights) if return_weights else out
+
+    if mask is None:
+        return F.scaled_dot_product_attention(q, k, v, scale=scale)
+    # The kernel gives NaN for a query with no allowed key: let such rows see every key, then zero them.
+    has_key = mask.any(dim=-1, keepdim=True)  # (..., L, 1)
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | ~has_key, scale=scale)
+    return out.masked_fill(~has_key, 0.0)
+
+
+def column_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    scale: float | None = None,
+    return_weights: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    r"""Attention in the source notes' column convention: every token is a *column*.
+
+    .. math:: A = K^\top Q / \sqrt{d_k}, \qquad A' = \mathrm{softmax}_{\text{columns}}(A), \qquad O = V A'
+
+    Column ``i`` of ``A'`` holds the weights of query ``i`` over all keys and sums to 1. The result
+    equals the row form transposed: ``column_attention(q.mT, k.mT, v.mT) == scaled_dot_product_attention(q, k, v).mT``.
+
+    Parameters
+    ----------
+    q : Tensor (..., d_k, L)
+    k : Tensor (..., d_k, S)
+    v : Tensor (..., d_v, S)
+    scale : float, optional
+        Default ``1 / sqrt(d_k)``.
+    return_weights : bool
+        Also return ``A'``.
+
+    Returns
+    -------
+    out : Tensor (..., d_v, L)
+    weights : Tensor (..., S, L), only if ``return_weights``; each column sums to 1.
+
+    Examples
+    --------
+    >>> import torch, qkv
+    >>> q, k, v = torch.randn(8, 5), torch.randn(8, 7), torch.randn(3, 7)
+    >>> qkv.column_attention(q, k, v).shape
+    torch.Size([3, 5])
+    """
+    q = require_tensor("query", q, min_dim=2, floating=True)
+    k = require_tensor("key", k, min_dim=2, floating=True)
+    v = require_tensor("value", v, min_dim=2, floating=True)
+    require_same_device_dtype(("query", "key", "value"), (q, k, v))
+    d_k = q.shape[-2]
+    require(
+        k.dim() == q.dim() and k.shape[:-2] == q.shape[:-2] and k.shape[-2] == d_k,
+        "key",
+        f"(..., d_k, S) with d_k={d_k} and leading dims like query {shape_of(q)}",
+        k,
+    )
+    require(
+        v.dim() == k.dim() and v.shape[:-2] == k.shape[:-2] and v.shape[-1] == k.shape[-1],
+        "value",
+        f"(..., d_v, S) with S={k.shape[-1]} like key {shape_of(k)}",
+        v,
+    )
+    if scale is None:
+        scale = 1.0 / math.sqrt(d_k)
+    scores = (k.transpose(-2, -1) @ q) * scale  # A = K^T Q: (..., S, L)
+    weights = softmax(scores, dim=-2)  # A': each column sums to 1
+    out = v @ weights  # O = V A': (..., d_v, L)
+    return (out, weights) if return_weights else out

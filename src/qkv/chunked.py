@@ -1,0 +1,93 @@
+"""Attention over key blocks with the online softmax: the full result without the (L, S) matrix.
+
+The idea behind FlashAttention (Dao et al., 2022), written for clarity rather than speed. For
+each query row keep a running maximum ``m``, a running normaliser ``l`` and an unnormalised output
+``acc``. A new block of scores ``s`` updates them as::
+
+    m_new = max(m, max_j s_j)
+    l     = l * exp(m - m_new) + sum_j exp(s_j - m_new)
+    acc   = acc * exp(m - m_new) + exp(s - m_new) @ v_block
+
+and at the end ``out = acc / l``. Only an ``(L, block_size)`` block of scores exists at a time.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .attention import _check_qkv
+from .shapes import require
+
+__all__ = ["chunked_attention"]
+
+
+def chunked_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    *,
+    block_size: int = 128,
+    causal: bool = False,
+    scale: float | None = None,
+) -> torch.Tensor:
+    """Scaled dot-product attention computed one block of keys at a time.
+
+    Equal (to rounding) to ``scaled_dot_product_attention(q, k, v)``, or with
+    ``mask=causal_mask(L, S)`` when ``causal``; peak extra memory grows with ``L * block_size``,
+    not ``L * S``.
+
+    Parameters
+    ----------
+    q : Tensor (..., L, d_k)
+    k : Tensor (..., S, d_k)
+    v : Tensor (..., S, d_v)
+    block_size : int
+        Keys per block; need not divide ``S``.
+    causal : bool
+        Query ``i`` sees keys ``j <= i`` (top-left aligned, like ``qkv.causal_mask``).
+    scale : float, optional
+        Default ``1 / sqrt(d_k)``.
+
+    Returns
+    -------
+    Tensor (..., L, d_v)
+
+    Examples
+    --------
+    >>> import torch, qkv
+    >>> q, k, v = torch.randn(64, 8), torch.randn(100, 8), torch.randn(100, 4)
+    >>> torch.allclose(qkv.chunked_attention(q, k, v, block_size=16), qkv.scaled_dot_product_attention(q, k, v), atol=1e-6)
+    True
+    """
+    q, k, v = _check_qkv(q, k, v)
+    require(isinstance(block_size, int) and block_size > 0, "block_size", "a positive int", repr(block_size))
+    if scale is None:
+        scale = 1.0 / math.sqrt(q.shape[-1])
+    L, S = q.shape[-2], k.shape[-2]
+    work = torch.float32 if q.dtype in (torch.float16, torch.bfloat16) else q.dtype
+    q = (q * scale).to(work)  # scale once: (..., L, d_k)
+    m = torch.full((*q.shape[:-1], 1), float("-inf"), device=q.device, dtype=work)  # running max (..., L, 1)
+    l = torch.zeros_like(m)  # running sum of exp (..., L, 1)
+    acc = torch.zeros((*q.shape[:-1], v.shape[-1]), device=q.device, dtype=work)  # (..., L, d_v)
+    rows = torch.arange(L, device=q.device)[:, None]  # (L, 1)
+
+    for start in range(0, S, block_size):
+        if causal and start > L - 1:
+            break  # every later key is in every query's future
+        stop = min(start + block_size, S)
+        s = q @ k[..., start:stop, :].to(work).transpose(-2, -1)  # (..., L, b)
+        if causal:
+            future = torch.arange(start, stop, device=q.device)[None, :] > rows  # (L, b)
+            s.masked_fill_(future, float("-inf"))
+        m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (..., L, 1)
+        m_safe = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))  # rows with no key yet
+        s.sub_(m_safe).exp_()  # p = exp(s - m_new), in place: (..., L, b)
+        correction = torch.exp(m - m_safe)  # (..., L, 1); 0 on the first block
+        l.mul_(correction).add_(s.sum(dim=-1, keepdim=True))
+        acc.mul_(correction).add_(s @ v[..., start:stop, :].to(work))  # (..., L, d_v)
+        m = m_new
+
+    out = acc / torch.where(l > 0, l, torch.ones_like(l))  # (..., L, d_v); a row with no key stays 0
+    return out.to(v.dtype)
