@@ -11,7 +11,7 @@ JOBS ?= 2
 # Debian packages: bubblewrap (the grader's sandbox), chromium (browser tests), fonts-noto-cjk (the glossary's Chinese).
 APT_PACKAGES := bubblewrap chromium fonts-noto-cjk
 
-.PHONY: setup system book test lab lock clean
+.PHONY: setup system book test lab lock strip clean
 .DEFAULT_GOAL := help
 
 help:
@@ -51,6 +51,11 @@ lab: $(STAMP)
 lock:
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^qkv' | sed 's/^torch==\(.*\)+cpu/torch==\1/' > requirements.lock.new
 	@echo "Review requirements.lock.new, keep the header lines, then move it over requirements.lock"
+
+# Strip outputs from every committed notebook, keeping cell ids stable (the labs are regenerated, not stripped).
+STRIP_KEYS := metadata.jupytext metadata.widgets cell.metadata.lines_to_next_cell cell.metadata.execution
+strip: $(STAMP)
+	git ls-files '*.ipynb' ':!labs/**' | xargs $(BIN)/nbstripout --keep-id --extra-keys "$(STRIP_KEYS)"
 
 clean:
 	rm -rf _build
