@@ -7,6 +7,7 @@ Row convention throughout (as in PyTorch and the paper): sequences are rows; ``B
 from .attention import column_attention, scaled_dot_product_attention, softmax
 from .chunked import chunked_attention
 from .device import default_device
+from .encoder import TinyTransformer, TransformerEncoderLayer
 from .masks import causal_mask, graph_mask, local_mask, padding_mask
 from .multihead import MultiHeadAttention, merge_heads, split_heads
 from .positional import sinusoidal_positional_encoding, sinusoidal_shift_matrix
@@ -16,6 +17,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "MultiHeadAttention",
+    "TinyTransformer",
+    "TransformerEncoderLayer",
     "causal_mask",
     "chunked_attention",
     "column_attention",
