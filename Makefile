@@ -11,7 +11,7 @@ JOBS ?= 2
 # Debian packages: bubblewrap (the grader's sandbox), chromium (browser tests), fonts-noto-cjk (the glossary's Chinese).
 APT_PACKAGES := bubblewrap chromium fonts-noto-cjk
 
-.PHONY: setup system book test lab lock strip clean
+.PHONY: setup system vendor book test lab lock strip clean
 .DEFAULT_GOAL := help
 
 help:
@@ -37,7 +37,15 @@ system:
 	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-book: $(STAMP)
+# The book's browser assets (MathJax 3, RequireJS, the ipywidgets manager), pinned in package-lock.json and copied
+# into assets/vendor/, so that the built HTML needs no internet. npm ci runs again only when the lock changes.
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --ignore-scripts --no-audit --no-fund
+
+vendor: $(STAMP) node_modules/.package-lock.json
+	$(BIN)/python tools/vendor_assets.py
+
+book: $(STAMP) vendor
 	$(BIN)/jupyter-book build -W -n --keep-going .
 	@echo "Open file://$(CURDIR)/_build/html/index.html"
 

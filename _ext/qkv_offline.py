@@ -1,0 +1,99 @@
+"""Sphinx extension for the qkv book: pages that load with no JavaScript error and no internet.
+
+Registered in _config.yml under `sphinx.local_extensions`. It does three small things:
+
+1. **Each inline script once.** Sphinx 7.4 writes an inline script (one added with ``add_js_file(None, body=...)``)
+   twice when an extension adds it after the HTML builder was created: ``Sphinx.add_js_file`` hands the builder the
+   filename ``None``, and ``StandaloneHTMLBuilder.prepare_writing`` re-adds every registered script with
+   ``filename or ''``; ``None != ''``, so the de-duplication in ``add_js_file`` misses it (fixed upstream in
+   sphinx-doc/sphinx#13402, Sphinx 8.2, which Jupyter Book 1 cannot use). sphinx-thebe adds
+   ``const THEBE_JS_URL = ...`` that way (in ``env-before-read-docs``), so every page threw
+   ``SyntaxError: Identifier 'THEBE_JS_URL' has already been declared``; ``launch_buttons.thebe: false`` does not
+   help, because the script is added whatever that setting says. sphinx-togglebutton's ``var togglebuttonSelector``
+   was doubled the same way (harmless, being ``var``). Here each page's script list keeps the first of equal
+   scripts, comparing ``None`` and ``''`` as equal, which is exactly upstream's fix.
+2. **Vendored assets only where asked.** MathJax, RequireJS and the ipywidgets manager are served from
+   ``assets/vendor/`` (copied from npm by ``tools/vendor_assets.py``). If someone adds a ``_static/`` folder,
+   Jupyter Book would add every ``.js`` and ``.css`` under every static path to every page, hundreds of MathJax
+   components included; such entries are removed again.
+3. **A clear error when the assets are missing**, instead of a book that silently needs the internet.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sphinx.application import Sphinx
+from sphinx.config import Config
+from sphinx.util import logging
+
+logger = logging.getLogger(__name__)
+
+# Files the pages load, relative to assets/ (the html_static_path that becomes _static/ in the HTML).
+REQUIRED_ASSETS = (
+    "vendor/mathjax/tex-mml-chtml.js",
+    "vendor/requirejs/require.js",
+    "vendor/html-manager/embed-amd.js",
+    "qkv/widgets-config.js",
+)
+OWN_PREFIXES = ("vendor/", "qkv/")
+
+
+def _asset_name(entry: Any) -> str:
+    return str(entry[0] if isinstance(entry, (tuple, list)) else entry)
+
+
+def drop_auto_added_assets(app: Sphinx, config: Config) -> None:
+    """Undo Jupyter Book's "add every .js/.css under the static paths to every page" for our own folders."""
+    for key in ("html_js_files", "html_css_files"):
+        entries = list(config[key] or [])
+        kept = [e for e in entries if not _asset_name(e).startswith(OWN_PREFIXES)]
+        if len(kept) != len(entries):
+            config[key] = kept
+
+
+def check_assets(app: Sphinx) -> None:
+    if app.builder.format != "html":
+        return
+    static_dirs = [Path(app.confdir, p) for p in app.config.html_static_path if isinstance(p, str)]
+    for name in REQUIRED_ASSETS:
+        if not any((d / name).is_file() for d in static_dirs):
+            logger.warning(
+                "qkv_offline: assets/%s is missing, so the book would need the internet for math and widgets. "
+                "Run `make book`, or `npm ci --ignore-scripts && python tools/vendor_assets.py`.",
+                name,
+                type="qkv",
+                subtype="assets",
+            )
+
+
+def _script_key(script: Any) -> tuple:
+    filename = getattr(script, "filename", script) or ""
+    priority = getattr(script, "priority", 0)
+    attributes = getattr(script, "attributes", {}) or {}
+    return (str(filename), priority, tuple(sorted((k, str(v)) for k, v in attributes.items())))
+
+
+def dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    scripts = context.get("script_files")
+    if not scripts:
+        return
+    seen: set[tuple] = set()
+    unique = []
+    for script in scripts:
+        key = _script_key(script)
+        if key not in seen:
+            seen.add(key)
+            unique.append(script)
+    if len(unique) != len(scripts):
+        # In place: the builder restores this same list after the page, and later handlers append to it.
+        scripts[:] = unique
+
+
+def setup(app: Sphinx) -> dict[str, Any]:
+    app.connect("config-inited", drop_auto_added_assets, priority=900)
+    app.connect("builder-inited", check_assets)
+    # Late, after the extensions that add per-page scripts (MathJax, myst-nb's widget scripts) have run.
+    app.connect("html-page-context", dedupe_scripts, priority=900)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -1,0 +1,36 @@
+/*
+ * Loaded on pages with saved ipywidgets state, after require.js and before the widget manager (embed-amd.js);
+ * the order is set by `nb_ipywidgets_js` in _config.yml. Two small jobs, so the widgets render offline:
+ *
+ * 1. The widget manager loads its font files from a path webpack fixed at build time, or from
+ *    window.__jupyter_widgets_assets_path__ when that is set: point it at the copy served with the book.
+ * 2. The widget manager typesets descriptions with MathJax 2's API (MathJax.Hub.Queue) whenever window.MathJax
+ *    exists; the book loads MathJax 3, which has no Hub. Give it a Hub.Queue that calls MathJax 3's typesetPromise.
+ *    MathJax is loaded with `defer`, so it exists once the document is parsed, and widgets render later, on `load`.
+ */
+(function () {
+  "use strict";
+  var script = document.currentScript;
+  if (script && script.src) {
+    window.__jupyter_widgets_assets_path__ = new URL("../vendor/html-manager/", script.src).href;
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    var mathjax = window.MathJax;
+    if (!mathjax || mathjax.Hub || !mathjax.startup || !mathjax.startup.promise) {
+      return; // no MathJax 3 on this page (or a MathJax 2 that has its own Hub)
+    }
+    mathjax.Hub = {
+      Queue: function (command) {
+        // command is ["Typeset", MathJax.Hub, element]
+        var element = Array.isArray(command) ? command[2] : undefined;
+        return mathjax.startup.promise
+          .then(function () {
+            return mathjax.typesetPromise(element ? [element] : undefined);
+          })
+          .catch(function (error) {
+            console.error("MathJax could not typeset a widget's text:", error);
+          });
+      },
+    };
+  });
+})();
