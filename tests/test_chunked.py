@@ -1,0 +1,38 @@
+"""qkv.chunked_attention equals the full computation (PyTorch's SDPA as the reference)."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import qkv
+from conftest import TOL
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("block", [1, 3, 16, 64, 1000])
+@pytest.mark.parametrize("batch,L,S,d_k,d_v", [((), 33, 33, 8, 8), ((2, 3), 10, 45, 16, 4), ((2,), 40, 17, 4, 6)])
+def test_equals_torch(batch, L, S, d_k, d_v, block, causal, device):
+    q = torch.randn(*batch, L, d_k, dtype=torch.float64, device=device)
+    k = torch.randn(*batch, S, d_k, dtype=torch.float64, device=device)
+    v = torch.randn(*batch, S, d_v, dtype=torch.float64, device=device)
+    got = qkv.chunked_attention(q, k, v, block_size=block, causal=causal)
+    if causal:  # top-left aligned; every query has key 0, so torch is defined everywhere
+        ref = F.scaled_dot_product_attention(q, k, v, attn_mask=qkv.causal_mask(L, S, device=device))
+    else:
+        ref = F.scaled_dot_product_attention(q, k, v)
+    torch.testing.assert_close(got, ref, **TOL[torch.float64])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_low_precision_dtypes(dtype):
+    q, k, v = (torch.randn(2, 50, 16, dtype=torch.float64) for _ in range(3))
+    got = qkv.chunked_attention(q.to(dtype), k.to(dtype), v.to(dtype), block_size=7)
+    assert got.dtype == dtype
+    torch.testing.assert_close(got.double(), F.scaled_dot_product_attention(q, k, v), **TOL[dtype])
+
+
+def test_custom_scale_and_large_logits():
+    q, k, v = 100 * torch.randn(20, 8), 100 * torch.randn(30, 8), torch.randn(30, 3)
+    got = qkv.chunked_attention(q, k, v, block_size=4, scale=0.5)
+    assert torch.isfinite(got).all()
+    torch.testing.assert_close(got, F.scaled_dot_product_attention(q, k, v, scale=0.5), **TOL[torch.float32])
