@@ -92,24 +92,28 @@ class TransformerEncoderLayer(nn.Module):
         return self.dropout(self.linear2(F.relu(self.linear1(x))))  # (B, L, d_ff) -> (B, L, d_model)
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False
+        self,
+        x: torch.Tensor,
+        mask: torch.Tensor | None = None,
+        need_weights: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Encode ``x`` (B, L, d_model). ``mask`` as in :class:`qkv.MultiHeadAttention` (True = may attend).
+        """Encode ``x`` (B, L, d_model); ``mask`` as in MultiHeadAttention.
 
-        Returns ``(out, weights)``: out ``(B, L, d_model)``, weights ``(B, H, L, L)`` if
-        ``need_weights`` else ``None``.
+        Returns ``(out, weights)``: out ``(B, L, d_model)``, weights
+        ``(B, H, L, L)`` if ``need_weights`` else ``None``.
         """
         x = require_tensor("x", x, floating=True)
         d_model = self.self_attn.d_model
-        require(x.dim() == 3 and x.shape[-1] == d_model, "x", f"(B, L, d_model={d_model})", x)
-        if self.norm_first:
+        ok = x.dim() == 3 and x.shape[-1] == d_model
+        require(ok, "x", f"(B, L, d_model={d_model})", x)
+        if self.norm_first:  # pre-norm
             attn, weights = self._attend(self.norm1(x), mask, need_weights)
             x = x + attn  # (B, L, d_model)
-            x = x + self._feed_forward(self.norm2(x))
-        else:
+            x = x + self._feed_forward(self.norm2(x))  # (B, L, d_model)
+        else:  # post-norm, the paper's order
             attn, weights = self._attend(x, mask, need_weights)
-            x = self.norm1(x + attn)
-            x = self.norm2(x + self._feed_forward(x))
+            x = self.norm1(x + attn)  # (B, L, d_model)
+            x = self.norm2(x + self._feed_forward(x))  # (B, L, d_model)
         return x, weights
 
 
