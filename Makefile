@@ -52,9 +52,10 @@ book: $(STAMP) vendor
 test: $(STAMP) system book
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadscope --nbval-lax --nbval-current-env
 
+# Students work on copies in work/ (git-ignored; never overwritten), with nbgrader's instructor tools hidden.
 lab: $(STAMP)
 	$(BIN)/python -m qkv.cli workspace work
-	$(BIN)/jupyter lab --notebook-dir=work
+	JUPYTER_CONFIG_PATH=$(CURDIR)/student/jupyter $(BIN)/jupyter lab --notebook-dir=work
 
 lock:
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^qkv' | sed 's/^torch==\(.*\)+cpu/torch==\1/' > requirements.lock.new
