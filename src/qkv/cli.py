@@ -1,4 +1,5 @@
-"""The ``qkv`` command: ``qkv labs`` regenerates or checks the labs; ``qkv workspace`` copies them for a student."""
+"""The ``qkv`` command: ``qkv labs`` regenerates or checks the labs; ``qkv workspace`` copies them for a student;
+``qkv grade`` grades submissions in a sandbox; ``qkv gradescope-bundle`` builds a Gradescope autograder."""
 
 from __future__ import annotations
 
@@ -42,6 +43,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dest", type=Path, help="where your copies go, e.g. work/")
     p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
     p.set_defaults(func=_workspace)
+
+    from .grading.command import add_parsers  # `qkv grade` and `qkv gradescope-bundle`
+
+    add_parsers(sub)
     return parser
 
 

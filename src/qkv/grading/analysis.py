@@ -1,0 +1,169 @@
+"""Static checks the grader makes itself, on the submission's source: forbidden callables and escape hatches.
+
+The sandbox's tripwires catch a forbidden call at run time, but code inside the sandbox can do anything to
+its own process, so the grader also reads the source. For each graded name it follows the top-level
+definitions that name uses (functions, classes, assignments, imports), and flags
+
+* a forbidden callable referred to by attribute (``torch.softmax``, ``x.softmax(...)``, ``F.softmax``) or
+  imported under any name (``from torch import softmax as s``);
+* an escape hatch inside that code (``getattr``, ``__closure__``, ``_C`` ...), which could reach a forbidden
+  callable by a route the tripwires do not cover;
+
+and, anywhere in the notebook, code that rewrites names or the runtime behind the grader's back (``exec``,
+``eval``, ``globals()``, ``gc``, ``ctypes``, ``sys.modules``, frames). A flag costs the item its points; it
+can never add any.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+# Anywhere in a submission: ways to define or rebind code the grader cannot read, or to reach into the runtime.
+GLOBAL_HATCH_NAMES = {"exec", "eval", "compile", "globals", "__import__", "breakpoint", "vars", "locals"}
+GLOBAL_HATCH_MODULES = {"gc", "ctypes", "importlib", "builtins", "inspect", "marshal", "cffi", "pickle", "dill",
+                        "__main__", "types", "code", "codeop", "runpy", "sysconfig", "subprocess", "multiprocessing"}  # fmt: skip
+GLOBAL_HATCH_ATTRS = {
+    "__closure__", "__code__", "__globals__", "__wrapped__", "__builtins__", "__dict__", "__subclasses__",
+    "__bases__", "__base__", "__mro__", "__getattribute__", "__reduce__", "__reduce_ex__", "_getframe", "settrace",
+    "setprofile", "modules", "f_globals", "f_locals", "f_back", "tb_frame", "gi_frame", "cr_frame", "co_consts",
+    "cell_contents", "_C", "_VariableFunctions", "aten", "_ops", "__self__", "__func__",
+}  # fmt: skip
+# Inside the code of a graded name: also dynamic attribute access.
+LOCAL_HATCH_NAMES = GLOBAL_HATCH_NAMES | {"getattr", "setattr", "delattr"}
+
+
+@dataclass
+class Finding:
+    forbidden: list[str] = field(default_factory=list)  # forbidden callables used
+    hatches: list[str] = field(default_factory=list)  # escape hatches in the graded code or anywhere
+    missing: bool = False  # no top-level definition found
+
+
+def _parse_cells(cells: list[str]) -> list[ast.Module]:
+    try:
+        from IPython.core.inputtransformer2 import TransformerManager
+
+        transform = TransformerManager().transform_cell
+    except ImportError:  # pragma: no cover
+        transform = str
+    trees = []
+    for src in cells:
+        try:
+            trees.append(ast.parse(transform(src)))
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue  # it will not run either
+    return trees
+
+
+def _bound_names(node: ast.stmt) -> list[str]:
+    """Names a top-level statement binds."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in node.names]
+    names = []
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+            names.append(sub.id)
+        elif isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and sub is not node:
+            names.append(sub.name)
+    return names
+
+
+def _import_paths(node: ast.AST) -> dict[str, str]:
+    """Local name -> dotted path, for the imports in ``node``."""
+    out = {}
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Import):
+            for a in sub.names:
+                out[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(sub, ast.ImportFrom) and sub.module and not sub.level:
+            for a in sub.names:
+                out[a.asname or a.name] = f"{sub.module}.{a.name}"
+    return out
+
+
+def _text(node: ast.AST) -> str:
+    text = ast.unparse(node)
+    return text if len(text) <= 60 else "..." + text[-57:]
+
+
+def _free_names(stmt: ast.stmt) -> set[str]:
+    """Names a statement reads that are not its functions' own parameters or locals (an approximation)."""
+    local: set[str] = set()
+    for sub in ast.walk(stmt):
+        if isinstance(sub, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = sub.args
+            local |= {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs}
+            local |= {x.arg for x in (a.vararg, a.kwarg) if x is not None}
+            for inner in ast.walk(sub):
+                if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
+                    local.add(inner.id)
+        elif isinstance(sub, ast.comprehension):
+            local |= {n.id for n in ast.walk(sub.target) if isinstance(n, ast.Name)}
+    loads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    return loads - local
+
+
+def _hatches(node: ast.AST, names: set[str]) -> set[str]:
+    found = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name) and sub.id in names:
+            found.add(f"{sub.id}()")
+        elif isinstance(sub, ast.Attribute) and sub.attr in GLOBAL_HATCH_ATTRS:
+            found.add(f".{sub.attr}")
+        elif isinstance(sub, (ast.Import, ast.ImportFrom)):
+            mods = [a.name for a in sub.names] if isinstance(sub, ast.Import) else [sub.module or ""]
+            for m in mods:
+                if m.split(".")[0] in GLOBAL_HATCH_MODULES or m == "sys" and isinstance(sub, ast.ImportFrom):
+                    found.add(f"import {m}")
+    return found
+
+
+def analyse(cells: list[str], function: str, forbid: tuple[str, ...] | list[str]) -> Finding:
+    """What the grader can see, statically, of how the submission defines ``function``."""
+    trees = _parse_cells(cells)
+    top: dict[str, list[ast.stmt]] = {}
+    for tree in trees:
+        for stmt in tree.body:
+            for name in _bound_names(stmt):
+                top.setdefault(name, []).append(stmt)
+    finding = Finding()
+    if function not in top:
+        finding.missing = True
+        return finding
+    if not forbid:
+        return finding
+    last = {d.rsplit(".", 1)[-1]: d for d in forbid}
+    paths = {d for d in forbid}
+    seen: set[str] = set()
+    todo = [function]
+    stmts: list[ast.stmt] = []
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for stmt in top.get(name, []):
+            if stmt in stmts:
+                continue
+            stmts.append(stmt)
+            todo.extend(n for n in _free_names(stmt) if n in top)
+    forbidden, hatches = set(), set()
+    for stmt in stmts:
+        imports = _import_paths(stmt)
+        for local, path in imports.items():
+            if path in paths or any(path.endswith("." + k) or path == k for k in last):
+                forbidden.add(path)
+        for sub in ast.walk(stmt):
+            if isinstance(sub, ast.Attribute) and sub.attr in last:
+                forbidden.add(_text(sub))
+            elif isinstance(sub, ast.Name) and sub.id in last and sub.id not in top:
+                forbidden.add(last[sub.id])  # e.g. a star import
+        hatches |= _hatches(stmt, LOCAL_HATCH_NAMES)
+    for tree in trees:
+        hatches |= _hatches(tree, GLOBAL_HATCH_NAMES)
+    finding.forbidden = sorted(forbidden)
+    finding.hatches = sorted(hatches)
+    return finding

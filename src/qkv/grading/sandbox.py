@@ -1,0 +1,203 @@
+"""Starting the sandboxed workers: bubblewrap, the filesystem a submission sees, the unprivileged uid.
+
+A worker (``child.py``) is started once per parallel job inside its own bubblewrap sandbox: new PID, network,
+IPC and UTS namespaces, no network, read-only binds of the Python runtime and the installed packages only,
+a private ``/tmp``, and a copy of ``qkv`` without the grader. As root, the worker keeps only CAP_SETUID,
+CAP_SETGID and CAP_KILL, and each child it forks switches to the job's own uid (``BASE_UID + job``) before
+running anything of the student's, so RLIMIT_NPROC holds and no child can touch the worker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import select
+import shutil
+import struct
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+from pathlib import Path
+
+BASE_UID = 61000  # job j runs its children as uid BASE_UID + j (no such user needs to exist)
+BWRAP_HINT = (
+    "bubblewrap (bwrap) is required to grade untrusted notebooks safely. Install it with "
+    "`sudo apt-get install bubblewrap` (Debian/Ubuntu; `make system` does it), `sudo dnf install bubblewrap` "
+    "(Fedora). On macOS there is no bubblewrap: grade on Linux (or in Docker), or pass --no-sandbox to run "
+    "the submissions with resource limits only."
+)
+PRELOAD = ["matplotlib.pyplot", "ipywidgets", "IPython.display", "IPython.core.inputtransformer2", "qkv", "math"]
+
+
+class SandboxError(RuntimeError):
+    pass
+
+
+def bwrap_path() -> str | None:
+    """The bubblewrap binary (``QKV_BWRAP`` overrides the lookup; tests use it to simulate a missing one)."""
+    override = os.environ.get("QKV_BWRAP")
+    if override is not None:
+        return override if override and os.access(override, os.X_OK) else None
+    return shutil.which("bwrap")
+
+
+def bwrap_works(bwrap: str) -> tuple[bool, str]:
+    """Whether bubblewrap can create its namespaces here (it cannot in some containers, e.g. Gradescope's)."""
+    cmd = [bwrap, "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc", "true"]
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return False, str(err)
+    return done.returncode == 0, done.stderr.strip()
+
+
+def _runtime_roots() -> list[str]:
+    """Folders the Python runtime and the installed packages live in (bound read-only into the sandbox)."""
+    roots = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        roots.add(sysconfig.get_paths()[key])
+    roots = {os.path.realpath(r) for r in roots if r and os.path.exists(r)}
+    keep = []
+    for r in sorted(roots):
+        if r == "/" or r.startswith("/usr/") or r == "/usr":
+            continue
+        if not any(r.startswith(k.rstrip("/") + "/") for k in keep):
+            keep.append(r)
+    return keep
+
+
+def make_lib(course_src: Path, dest: Path) -> Path:
+    """A copy of ``qkv`` (without the grader, its specs or the solutions) plus ``child.py``: all a sandbox sees of ours."""
+    lib = dest / "lib"
+    shutil.copytree(
+        course_src, lib / "qkv",
+        ignore=shutil.ignore_patterns("grading", "__pycache__", "*.pyc", "*.egg-info"),
+    )  # fmt: skip
+    shutil.copy(Path(__file__).with_name("child.py"), lib / "qkv_grader_child.py")
+    for p in [lib, *lib.rglob("*")]:
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    dest.chmod(0o755)
+    return lib
+
+
+def bwrap_command(bwrap: str, lib: Path) -> list[str]:
+    cmd = [
+        bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+        "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+        "--ro-bind", "/usr", "/usr",
+    ]  # fmt: skip
+    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        p = Path("/") / top
+        if p.is_symlink():
+            cmd += ["--symlink", os.readlink(p), f"/{top}"]
+        elif p.is_dir():
+            cmd += ["--ro-bind", str(p), f"/{top}"]
+    for etc in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/fonts",
+                "/etc/localtime"):  # fmt: skip
+        if os.path.exists(etc):
+            cmd += ["--ro-bind", etc, etc]
+    for root in _runtime_roots():
+        cmd += ["--ro-bind", root, root]
+    cmd += ["--ro-bind", str(lib), "/opt/qkv-grader", "--chdir", "/tmp"]
+    if os.geteuid() == 0:
+        cmd += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL",
+                "--cap-add", "CAP_CHOWN"]
+    cmd += ["--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "PATH", "/usr/bin:/bin",
+            "--setenv", "MPLCONFIGDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"]  # fmt: skip
+    cmd += [sys.executable, "-I", "-B", "/opt/qkv-grader/qkv_grader_child.py"]
+    return cmd
+
+
+def _read_exact(stream, n: int, deadline: float) -> bytes:
+    fd = stream.fileno()
+    buf = bytearray()
+    while len(buf) < n:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise TimeoutError("the worker did not answer in time")
+        chunk = os.read(fd, n - len(buf))
+        if not chunk:
+            raise EOFError("the worker ended")
+        buf += chunk
+    return bytes(buf)
+
+
+class Worker:
+    """One pre-started sandboxed worker (one per parallel job); restarts itself if it dies."""
+
+    def __init__(self, index: int, lib: Path, *, sandbox: bool, log: Path, max_bytes: int = 32 << 20) -> None:
+        self.index, self.lib, self.sandbox, self.log = index, lib, sandbox, log
+        root = os.geteuid() == 0
+        self.cfg = {
+            "uid": BASE_UID + index, "drop": root, "nproc": 64, "max_bytes": max_bytes, "preload": PRELOAD,
+            "kill": "namespace" if sandbox else ("uid" if root else "group"),
+            "lib": "/opt/qkv-grader" if sandbox else str(lib), "tmp": "/tmp" if sandbox else None,
+        }  # fmt: skip
+        self.proc: subprocess.Popen | None = None
+        self.tmp: str | None = None
+        self.info: dict = {}
+
+    def start(self) -> None:
+        if self.sandbox:
+            bwrap = bwrap_path()
+            if bwrap is None:
+                raise SandboxError(BWRAP_HINT)
+            cmd = bwrap_command(bwrap, self.lib)
+        else:
+            self.tmp = tempfile.mkdtemp(prefix="qkv-grade-")
+            os.chmod(self.tmp, 0o711)
+            self.cfg["tmp"] = self.tmp
+            cmd = [sys.executable, "-I", "-B", str(self.lib / "qkv_grader_child.py")]
+        env = None if self.sandbox else {"PATH": "/usr/bin:/bin", "HOME": self.tmp or "/tmp", "LANG": "C.UTF-8",
+                                         "MPLCONFIGDIR": self.tmp or "/tmp"}  # fmt: skip
+        with open(self.log, "ab") as log:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env)
+        self._send(pickle.dumps(self.cfg))
+        try:
+            self.info = json.loads(self._recv(time.monotonic() + 300))
+        except (EOFError, TimeoutError) as err:
+            self.stop()
+            raise SandboxError(f"the grading worker did not start ({err}); see {self.log}") from None
+
+    def _send(self, payload: bytes) -> None:
+        assert self.proc and self.proc.stdin
+        self.proc.stdin.write(struct.pack(">I", len(payload)) + payload)
+        self.proc.stdin.flush()
+
+    def _recv(self, deadline: float) -> bytes:
+        assert self.proc and self.proc.stdout
+        (n,) = struct.unpack(">I", _read_exact(self.proc.stdout, 4, deadline))
+        return _read_exact(self.proc.stdout, n, deadline)
+
+    def run(self, job: dict) -> tuple[dict, bytes]:
+        """Grade one job; a worker that dies or hangs is restarted and the job reported as crashed."""
+        if self.proc is None or self.proc.poll() is not None:
+            self.start()
+        try:
+            self._send(pickle.dumps(job))
+            deadline = time.monotonic() + job["timeout"] + 60
+            header = json.loads(self._recv(deadline))
+            raw = self._recv(deadline)
+            return header, raw
+        except (EOFError, TimeoutError, BrokenPipeError, OSError) as err:
+            self.stop()
+            return {"state": "worker", "signal": None, "exit": None, "wall": 0.0, "bytes": 0, "error": str(err)}, b""
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.stdin.close()  # type: ignore[union-attr]
+            except OSError:
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+            self.proc = None
+        if self.tmp:
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp = None

@@ -1,0 +1,123 @@
+"""Helpers for testing a grading spec: plant bugs in the solution, check they lose points; correct variants don't.
+
+Typical use, in ``tests/grading/test_spec_<lab>.py``::
+
+    from qkv.grading.testing import check_spec
+
+    BUGS = {  # name -> (function whose definition is replaced, new source, grade_ids that must lose points)
+        "no max subtraction": ("stable_softmax", '''
+            def stable_softmax(scores):
+                e = torch.exp(scores)
+                return e / e.sum(dim=-1, keepdim=True)
+            ''', {"test_stable_softmax"}),
+    }
+    ALTERNATIVES = {  # name -> {function: new source}; must keep full marks
+        "einsum": {"dot_scores": "def dot_scores(query, keys):\\n    return torch.einsum('d,nd->n', query, keys)\\n"},
+    }
+
+    def test_planted_bugs(tmp_path):
+        check_spec("my_lab", BUGS, ALTERNATIVES, tmp_path)
+
+Every variant is graded in ONE sandboxed batch (the workers start once), so a dozen variants cost a few
+seconds. Sources are dedented, so they can be written indented inside the test.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import textwrap
+from pathlib import Path
+
+from .grader import run_batch
+
+__all__ = ["solution_notebook", "with_function", "with_replaced", "grade_notebooks", "check_spec", "COURSE"]
+
+COURSE = Path(__file__).resolve().parents[3]  # the repository root (src/qkv/grading -> ../../..)
+
+
+def solution_notebook(lab: str, course: Path = COURSE) -> dict:
+    """The parsed solution notebook ``solutions/<lab>/<lab>.ipynb``."""
+    return json.loads((Path(course) / "solutions" / lab / f"{lab}.ipynb").read_text(encoding="utf-8"))
+
+
+def _cell_source(cell: dict) -> str:
+    src = cell["source"]
+    return "".join(src) if isinstance(src, list) else src
+
+
+def with_function(nb: dict, name: str, source: str) -> dict:
+    """A copy of ``nb`` whose code cell defining ``name`` (``def name`` or ``class name``) holds ``source`` instead."""
+    nb = copy.deepcopy(nb)
+    pattern = re.compile(rf"^(def|class)\s+{re.escape(name)}\b", re.M)
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and pattern.search(_cell_source(cell)):
+            cell["source"] = textwrap.dedent(source).strip("\n") + "\n"
+            return nb
+    raise LookupError(f"no code cell defines {name}")
+
+
+def with_replaced(nb: dict, old: str, new: str) -> dict:
+    """A copy of ``nb`` with the text ``old`` replaced by ``new`` in the one code cell that contains it."""
+    nb = copy.deepcopy(nb)
+    hits = [c for c in nb["cells"] if c["cell_type"] == "code" and old in _cell_source(c)]
+    if len(hits) != 1:
+        raise LookupError(f"{old!r} found in {len(hits)} code cells (expected exactly one)")
+    hits[0]["source"] = _cell_source(hits[0]).replace(old, new)
+    return nb
+
+
+def grade_notebooks(lab: str, notebooks: dict[str, dict | str | bytes], tmp_path: Path, *, course: Path = COURSE,
+                    jobs: int = 2, seed: int = 1234, timeout: float = 60, memory: int = 2048,
+                    use_sandbox: bool = True) -> dict[str, dict]:  # fmt: skip
+    """Grade ``{student: notebook}`` (a parsed notebook, JSON text or raw bytes) in one batch; results by student."""
+    subs = Path(tmp_path) / "submissions"
+    subs.mkdir(parents=True, exist_ok=True)
+    for student, nb in notebooks.items():
+        data = nb if isinstance(nb, bytes) else (nb if isinstance(nb, str) else json.dumps(nb)).encode("utf-8")
+        (subs / f"{student}.ipynb").write_bytes(data)
+    results = run_batch(lab, subs, Path(tmp_path) / "out", course=course, jobs=jobs, timeout=timeout,
+                        memory=memory, seed=seed, use_sandbox=use_sandbox, log=lambda *a, **k: None)  # fmt: skip
+    return {r["student"]: r for r in results}
+
+
+def points(result: dict) -> dict[str, float]:
+    return {gid: r["points"] for gid, r in result["items"].items()}
+
+
+def check_spec(lab: str, bugs: dict[str, tuple[str, str, set[str]]], alternatives: dict[str, dict[str, str]],
+               tmp_path: Path, *, course: Path = COURSE) -> dict[str, dict]:  # fmt: skip
+    """Assert: the solution gets every autograded point; each bug loses (at least) the points of the items it
+    names; each alternative keeps every point. Returns the results by variant name."""
+    base = solution_notebook(lab, course)
+    variants: dict[str, dict] = {"solution": base}
+    for name, (function, source, _) in bugs.items():
+        variants[f"bug-{len(variants):02d}"] = with_function(base, function, source)
+    for name, replacements in alternatives.items():
+        nb = base
+        for function, source in replacements.items():
+            nb = with_function(nb, function, source)
+        variants[f"alt-{len(variants):02d}"] = nb
+    results = grade_notebooks(lab, variants, tmp_path, course=course)
+    names = ["solution", *bugs, *alternatives]
+    by_name = dict(zip(names, (results[k] for k in variants)))
+    full = {gid: r["max"] for gid, r in results["solution"]["items"].items()}
+    assert results["solution"]["status"] == "graded", results["solution"]
+    assert points(results["solution"]) == full, f"the solution itself loses points: {results['solution']['items']}"
+    problems = []
+    for name, (_, _, losing) in bugs.items():
+        got = points(by_name[name])
+        lost = {gid for gid in full if got.get(gid, 0.0) < full[gid]}
+        if not losing <= lost:
+            problems.append(f"bug {name!r} should lose {sorted(losing)} but lost only {sorted(lost)}")
+        for gid in lost - losing:
+            # a bug may break a later item that calls the buggy function; only report unexpected losses as info
+            by_name[name].setdefault("also_lost", []).append(gid)
+    for name in alternatives:
+        got = points(by_name[name])
+        if got != full:
+            lines = {gid: by_name[name]["items"][gid]["lines"] for gid in full if got.get(gid) != full[gid]}
+            problems.append(f"correct alternative {name!r} lost points: {lines}")
+    assert not problems, "\n".join(problems)
+    return by_name
