@@ -2,8 +2,10 @@
  * Loaded on pages with saved ipywidgets state, after require.js and before the widget manager (embed-amd.js);
  * the order is set by `nb_ipywidgets_js` in _config.yml. Two small jobs, so the widgets render offline:
  *
- * 1. The widget manager loads its font files from a path webpack fixed at build time, or from
- *    window.__jupyter_widgets_assets_path__ when that is set: point it at the copy served with the book.
+ * 1. The widget manager finds its font files (Font Awesome) beside the RequireJS module that holds it, whose
+ *    name is @jupyter-widgets/html-manager/dist/libembed-amd: left alone, RequireJS places that module next to
+ *    the page (chapters/@jupyter-widgets/html-manager/dist/), where there is nothing. Map the name to the copy
+ *    served with the book, and set window.__jupyter_widgets_assets_path__, the manager's own override, too.
  * 2. The widget manager typesets descriptions with MathJax 2's API (MathJax.Hub.Queue) whenever window.MathJax
  *    exists; the book loads MathJax 3, which has no Hub. Give it a Hub.Queue that calls MathJax 3's typesetPromise.
  *    MathJax is loaded with `defer`, so it exists once the document is parsed, and widgets render later, on `load`.
@@ -12,7 +14,11 @@
   "use strict";
   var script = document.currentScript;
   if (script && script.src) {
-    window.__jupyter_widgets_assets_path__ = new URL("../vendor/html-manager/", script.src).href;
+    var assets = new URL("../vendor/html-manager/", script.src).href;
+    window.__jupyter_widgets_assets_path__ = assets;
+    if (window.requirejs && window.requirejs.config) {
+      window.requirejs.config({ paths: { "@jupyter-widgets/html-manager/dist": assets.replace(/\/$/, "") } });
+    }
   }
   document.addEventListener("DOMContentLoaded", function () {
     var mathjax = window.MathJax;

@@ -1,0 +1,350 @@
+"""Every page of the built book, opened in Chromium as a reader opens it, with no internet.
+
+The pages are the ones `_toc.yml` lists, so a new chapter or lab is covered as soon as it is in the table of
+contents. The book is not built here: `make test` builds it once (`make book`) and these tests read that build,
+`_build/html` (or the folder in $QKV_BOOK_HTML). Each page is served on 127.0.0.1 and checked for:
+
+- no request to any other host, no failed request, no HTTP error, no uncaught exception, no console error;
+- math: MathJax 3 present and every math node typeset, no `mjx-merror`, no raw TeX (`$$`, `\\frac`, ...) in the text;
+- every image loaded; saved widget state rendered into widgets;
+- every internal link pointing at a file (and an anchor) that exists;
+- lab pages (under labs/): the launch buttons of every service `_config.yml` configures, and no traceback shown.
+
+A full-page screenshot of each page, light and dark theme, goes to `<html>/../screenshots/{light,dark}/`
+(`_build/screenshots/`), and a JSON summary with advisory findings (images without alt text, skipped heading
+levels) to `<html>/../screenshots/report/`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from functools import lru_cache
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+import yaml
+
+from browser_support import REPO, serve_directory, watch
+
+pytestmark = pytest.mark.browser
+
+HTML = Path(os.environ.get("QKV_BOOK_HTML", REPO / "_build" / "html")).resolve()
+SCREENSHOTS = HTML.parent / "screenshots"
+SOURCE_SUFFIXES = (".ipynb", ".md", ".rst")
+
+# Raw TeX that MathJax should have turned into math; searched in the page's text outside code blocks.
+RAW_TEX = [
+    (re.compile(r"\$\$"), "$$"),
+    (re.compile(r"\\(?:frac|sqrt|begin|mathbf|mathrm|sum|top)\b"), "a TeX command"),
+    (re.compile(r"\\\(|\\\)|\\\[|\\\]"), "a TeX delimiter"),
+    (re.compile(r"\$[^$\s][^$\n]{0,200}?\\[A-Za-z]+[^$\n]{0,200}?\$"), "$...$ with TeX inside"),
+]
+
+
+def toc_pages() -> list[str]:
+    """Document names (no suffix) of every page in _toc.yml, root first, in table-of-contents order."""
+    toc = yaml.safe_load((REPO / "_toc.yml").read_text(encoding="utf-8"))
+    pages: list[str] = []
+
+    def add(name: str) -> None:
+        for suffix in SOURCE_SUFFIXES:
+            if name.endswith(suffix):
+                name = name[: -len(suffix)]
+        if name not in pages:
+            pages.append(name)
+
+    def walk(entries) -> None:
+        for entry in entries or []:
+            if "file" in entry:
+                add(entry["file"])
+            if "glob" in entry:
+                for path in sorted(REPO.glob(entry["glob"])):
+                    if path.suffix in SOURCE_SUFFIXES:
+                        add(path.relative_to(REPO).with_suffix("").as_posix())
+            walk(entry.get("sections"))
+            walk(entry.get("chapters"))
+
+    add(toc["root"])
+    walk(toc.get("chapters"))
+    walk(toc.get("sections"))
+    for part in toc.get("parts") or []:
+        walk(part.get("chapters"))
+    return pages
+
+
+def launch_services() -> dict[str, str]:
+    """The launch services _config.yml turns on, each with a piece of URL its button must contain."""
+    config = yaml.safe_load((REPO / "_config.yml").read_text(encoding="utf-8"))
+    launch = config.get("launch_buttons") or {}
+    services = {}
+    for key, name in (("binderhub_url", "Binder"), ("colab_url", "Colab"), ("jupyterhub_url", "JupyterHub")):
+        url = (launch.get(key) or "").strip()
+        if url:
+            services[name] = urlsplit(url).netloc or url
+    return services
+
+
+PAGES = toc_pages()
+
+# One async function that inspects a loaded page: images, math, widgets, links, launch buttons, headings.
+INSPECT_JS = r"""
+async () => {
+  const out = {};
+  const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+  // Images, lazy ones included.
+  const images = Array.from(document.images);
+  images.forEach((img) => { if (img.loading === "lazy") img.loading = "eager"; });
+  await Promise.all(images.map((img) => img.complete ? null : new Promise((resolve) => {
+    img.addEventListener("load", resolve, { once: true });
+    img.addEventListener("error", resolve, { once: true });
+    setTimeout(resolve, 15000);
+  })));
+  out.images = images.map((img) => ({
+    src: img.currentSrc || img.src,
+    loaded: img.complete && img.naturalWidth > 0,
+    alt: img.getAttribute("alt"),
+    inContent: !!img.closest("main, article, .bd-article"),
+  }));
+
+  // Math: wait for MathJax's first typesetting pass.
+  const mathNodes = Array.from(document.querySelectorAll(".math"));
+  out.mathNodes = mathNodes.length;
+  if (window.MathJax && window.MathJax.startup && window.MathJax.startup.promise) {
+    try { await window.MathJax.startup.promise; } catch (e) { out.mathjaxFailure = String(e); }
+  }
+  out.mathjaxVersion = (window.MathJax && window.MathJax.version) || null;
+  out.untypeset = mathNodes.filter((n) => !n.querySelector("mjx-container")).map((n) => n.textContent.trim().slice(0, 80));
+  out.mathErrors = Array.from(document.querySelectorAll("mjx-merror")).map(
+    (e) => e.getAttribute("data-mjx-error") || e.textContent.slice(0, 80));
+  const clone = document.body.cloneNode(true);
+  clone.querySelectorAll("pre, code, script, style, noscript, textarea, template, mjx-container, .highlight, svg").forEach((e) => e.remove());
+  out.text = clone.textContent;
+
+  // Widgets: every saved view rendered into a widget.
+  out.widgetState = !!document.querySelector('script[type="application/vnd.jupyter.widget-state+json"]');
+  const views = Array.from(document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]'));
+  const rendered = (v) => {
+    const area = v.previousElementSibling;
+    return !!area && area.classList.contains("widget-subarea") && area.querySelector(".jupyter-widgets, .widget-box, .widget-inline-hbox, .lm-Widget") !== null;
+  };
+  if (out.widgetState) {
+    const deadline = Date.now() + 20000;
+    while (Date.now() < deadline && !views.every(rendered)) await sleep(100);
+  }
+  out.widgetViews = views.length;
+  out.unrenderedWidgets = views.filter((v) => !rendered(v)).map((v) => v.textContent.slice(0, 120));
+  out.widgetErrors = Array.from(document.querySelectorAll(".widget-subarea")).filter(
+    (a) => /Error (displaying|rendering|creating) widget|Failed to load model class/.test(a.textContent)).map((a) => a.textContent.slice(0, 200));
+  out.sliders = document.querySelectorAll(".widget-subarea .widget-slider, .widget-subarea .noUi-target").length;
+
+  // Links, launch buttons, tracebacks, headings.
+  out.links = Array.from(document.querySelectorAll("a[href]")).map((a) => a.href);
+  out.launchLinks = Array.from(document.querySelectorAll(".dropdown-launch-buttons a, a.btn-launch-binder, a[class*='launch']"))
+    .map((a) => a.href);
+  out.tracebacks = Array.from(document.querySelectorAll(".cell_output .traceback, .cell_output .output.error"))
+    .map((e) => e.textContent.trim().split("\n").slice(-1)[0].slice(0, 160));
+  const article = document.querySelector("article, main") || document.body;
+  out.headings = Array.from(article.querySelectorAll("h1, h2, h3, h4, h5, h6")).map((h) => [Number(h.tagName[1]), h.textContent.replace(/[#¶]/g, "").trim().slice(0, 60)]);
+  await document.fonts.ready;
+  return out;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def book_url(browser_context):
+    """The book's HTML, built by `make book`, served on 127.0.0.1. Never built here."""
+    if not (HTML / "index.html").is_file():
+        pytest.fail(
+            f"No built book at {HTML}: run `make book` first (make test does), or point QKV_BOOK_HTML at a "
+            "build's _build/html. The browser tests never build the book themselves.",
+            pytrace=False,
+        )
+    with serve_directory(HTML) as url:
+        yield url
+
+
+@lru_cache(maxsize=None)
+def anchors_of(path: Path) -> frozenset[str]:
+    text = path.read_text(encoding="utf-8", errors="replace")
+    return frozenset(unquote(m) for m in re.findall(r'\b(?:id|name)="([^"]+)"', text))
+
+
+def broken_internal_links(links: list[str], base: str) -> list[str]:
+    broken = []
+    for link in sorted(set(links)):
+        if not link.startswith(base):
+            continue  # another host (launch buttons, the repository): not followed, the tests are offline
+        parts = urlsplit(link)
+        rel = unquote(parts.path)[len(urlsplit(base).path):]
+        target = HTML / rel
+        if rel == "" or rel.endswith("/"):
+            target = target / "index.html"
+        if not target.is_file():
+            broken.append(f"{link} (no file {target.relative_to(HTML) if target.is_relative_to(HTML) else target})")
+            continue
+        if parts.fragment and target.suffix == ".html" and unquote(parts.fragment) not in anchors_of(target):
+            broken.append(f"{link} (no anchor #{parts.fragment} in {target.relative_to(HTML)})")
+    return broken
+
+
+def check_loaded_page(page, traffic, name: str, base: str | None) -> tuple[list[str], dict]:
+    """Run every check on a loaded page; returns (problems, the inspection's data)."""
+    info = page.evaluate(INSPECT_JS)
+    problems = list(traffic.problems())
+    if info["mathNodes"]:
+        if not info["mathjaxVersion"] or not str(info["mathjaxVersion"]).startswith("3"):
+            problems.append(f"{info['mathNodes']} math nodes but MathJax 3 is not loaded (got {info['mathjaxVersion']})")
+        if info.get("mathjaxFailure"):
+            problems.append(f"MathJax failed: {info['mathjaxFailure']}")
+        for tex in info["untypeset"]:
+            problems.append(f"math not typeset: {tex!r}")
+    for error in info["mathErrors"]:
+        problems.append(f"MathJax error (mjx-merror): {error!r}")
+    for pattern, what in RAW_TEX:
+        for match in list(pattern.finditer(info["text"]))[:3]:
+            context = info["text"][max(0, match.start() - 40): match.end() + 40].replace("\n", " ")
+            problems.append(f"raw TeX in the text ({what}): ...{context}...")
+    for image in info["images"]:
+        if not image["loaded"]:
+            problems.append(f"image did not load: {image['src']}")
+    if info["widgetState"]:
+        if info["widgetViews"] == 0:
+            problems.append("widget state saved but no widget view on the page")
+        for view in info["unrenderedWidgets"]:
+            problems.append(f"widget not rendered: {view}")
+        for error in info["widgetErrors"]:
+            problems.append(f"widget error: {error}")
+    if base is not None:
+        problems += [f"broken internal link: {b}" for b in broken_internal_links(info["links"], base)]
+    if name.startswith("labs/"):
+        services = launch_services()
+        if not services:
+            problems.append("lab page but _config.yml turns on no launch service")
+        for service, host in services.items():
+            if not any(host in link for link in info["launchLinks"]):
+                problems.append(f"lab page without its {service} launch button (no link to {host})")
+        for traceback in info["tracebacks"]:
+            problems.append(f"lab page shows a traceback (hide the tagged cells' output): {traceback}")
+    return problems, info
+
+
+def advisories(info: dict) -> dict:
+    """Things a reader would notice that are not hard failures: alt text, heading order."""
+    def short(src: str) -> str:
+        return src.split(";", 1)[0] + " (inline)" if src.startswith("data:") else src.rsplit("/", 1)[-1]
+
+    no_alt = [
+        short(i["src"])
+        for i in info["images"]
+        if i["inContent"] and (not (i["alt"] or "").strip() or (i["alt"] or "").split("/")[-1] == short(i["src"]))
+    ]
+    skips = []
+    previous = None
+    for level, text in info["headings"]:
+        if previous is not None and level > previous + 1:
+            skips.append(f"h{previous} -> h{level} ({text})")
+        previous = level
+    return {"images_without_alt_text": no_alt, "heading_level_skips": skips}
+
+
+def screenshot_path(mode: str, name: str) -> Path:
+    path = SCREENSHOTS / mode / f"{name}.png"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def set_theme(page, mode: str) -> None:
+    page.evaluate(
+        """(mode) => {
+             document.documentElement.dataset.mode = mode;
+             document.documentElement.dataset.theme = mode;
+           }""",
+        mode,
+    )
+    page.wait_for_timeout(200)  # let the theme's transitions settle before the screenshot
+
+
+def test_toc_lists_pages():
+    assert PAGES, "_toc.yml lists no page"
+    missing = [p for p in PAGES if not any((REPO / f"{p}{s}").is_file() for s in SOURCE_SUFFIXES)]
+    assert not missing, f"_toc.yml lists pages with no source file: {missing}"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_page(name, book_url, browser_context):
+    html_file = HTML / f"{name}.html"
+    assert html_file.is_file(), f"{name} is in _toc.yml but {html_file} was not built"
+    started = time.perf_counter()
+    page = browser_context.new_page()
+    traffic = watch(page)
+    try:
+        page.goto(book_url + f"{name}.html", wait_until="load")
+        problems, info = check_loaded_page(page, traffic, name, book_url)
+        set_theme(page, "light")
+        page.screenshot(path=str(screenshot_path("light", name)), full_page=True)
+        set_theme(page, "dark")
+        page.screenshot(path=str(screenshot_path("dark", name)), full_page=True)
+        problems += [p for p in traffic.problems() if p not in problems]  # anything the theme switch caused
+    finally:
+        page.close()
+    report = {
+        "page": name,
+        "seconds": round(time.perf_counter() - started, 2),
+        "math_nodes": info["mathNodes"],
+        "images": len(info["images"]),
+        "widget_views": info["widgetViews"],
+        "sliders": info["sliders"],
+        "problems": problems,
+        **advisories(info),
+    }
+    report_path = SCREENSHOTS / "report" / f"{name}.json"
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    report_path.write_text(json.dumps(report, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    assert not problems, f"{name}.html:\n  " + "\n  ".join(problems)
+
+
+def test_index_redirects_to_the_first_page(book_url, browser_context):
+    page = browser_context.new_page()
+    traffic = watch(page)
+    try:
+        page.goto(book_url + "index.html", wait_until="load")
+        page.wait_for_url(f"**/{PAGES[0]}.html")
+    finally:
+        page.close()
+    assert not traffic.problems(), "\n".join(traffic.problems())
+
+
+def _first_page_with(marker: str) -> str | None:
+    for name in PAGES:
+        path = HTML / f"{name}.html"
+        if path.is_file() and marker in path.read_text(encoding="utf-8", errors="replace"):
+            return name
+    return None
+
+
+@pytest.mark.parametrize("kind, marker", [
+    ("math", 'class="math'),
+    ("widgets", "application/vnd.jupyter.widget-state+json"),
+])
+def test_opened_from_disk(kind, marker, book_url, browser_context):
+    """The HTML folder copied or unzipped anywhere and opened as files: math and widgets still work."""
+    name = _first_page_with(marker)
+    assert name is not None, f"no page in _toc.yml has {kind} ({marker}); this test needs one"
+    page = browser_context.new_page()
+    traffic = watch(page)
+    try:
+        page.goto((HTML / f"{name}.html").as_uri(), wait_until="load")
+        problems, info = check_loaded_page(page, traffic, name, base=None)
+    finally:
+        page.close()
+    if kind == "math":
+        assert info["mathNodes"] > 0 and not info["untypeset"]
+    else:
+        assert info["widgetViews"] > 0 and not info["unrenderedWidgets"]
+    assert not problems, f"{name}.html opened from disk:\n  " + "\n  ".join(problems)
