@@ -9,6 +9,8 @@ each query row keep a running maximum ``m``, a running normaliser ``l`` and an u
     acc   = acc * exp(m - m_new) + exp(s - m_new) @ v_block
 
 and at the end ``out = acc / l``. Only an ``(L, block_size)`` block of scores exists at a time.
+With ``causal=True`` a block of keys starting at ``start`` is invisible to queries before
+``start``, so those rows are skipped (about half the work) and only the diagonal rows are masked.
 """
 
 from __future__ import annotations
@@ -71,23 +73,27 @@ def chunked_attention(
     m = torch.full((*q.shape[:-1], 1), float("-inf"), device=q.device, dtype=work)  # running max (..., L, 1)
     l = torch.zeros_like(m)  # running sum of exp (..., L, 1)
     acc = torch.zeros((*q.shape[:-1], v.shape[-1]), device=q.device, dtype=work)  # (..., L, d_v)
-    rows = torch.arange(L, device=q.device)[:, None]  # (L, 1)
 
     for start in range(0, S, block_size):
         if causal and start > L - 1:
             break  # every later key is in every query's future
         stop = min(start + block_size, S)
-        s = q @ k[..., start:stop, :].to(work).transpose(-2, -1)  # (..., L, b)
-        if causal:
-            future = torch.arange(start, stop, device=q.device)[None, :] > rows  # (L, b)
-            s.masked_fill_(future, float("-inf"))
-        m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (..., L, 1)
+        # Causal: queries before `start` see none of these keys, so only rows r0: take part (half the work).
+        r0 = start if causal else 0
+        s = q[..., r0:, :] @ k[..., start:stop, :].to(work).transpose(-2, -1)  # (..., L - r0, b)
+        if causal:  # only the diagonal rows start .. stop-1 have future keys in this block
+            n_diag = min(stop, L) - start
+            rows = torch.arange(start, start + n_diag, device=q.device)[:, None]  # (n_diag, 1)
+            future = torch.arange(start, stop, device=q.device)[None, :] > rows  # (n_diag, b)
+            s[..., :n_diag, :].masked_fill_(future, float("-inf"))
+        m_old, l_old, acc_old = m[..., r0:, :], l[..., r0:, :], acc[..., r0:, :]  # views: updated in place
+        m_new = torch.maximum(m_old, s.amax(dim=-1, keepdim=True))  # (..., L - r0, 1)
         m_safe = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))  # rows with no key yet
-        s.sub_(m_safe).exp_()  # p = exp(s - m_new), in place: (..., L, b)
-        correction = torch.exp(m - m_safe)  # (..., L, 1); 0 on the first block
-        l.mul_(correction).add_(s.sum(dim=-1, keepdim=True))
-        acc.mul_(correction).add_(s @ v[..., start:stop, :].to(work))  # (..., L, d_v)
-        m = m_new
+        s.sub_(m_safe).exp_()  # p = exp(s - m_new), in place: (..., L - r0, b)
+        correction = torch.exp(m_old - m_safe)  # (..., L - r0, 1); 0 on a row's first block
+        l_old.mul_(correction).add_(s.sum(dim=-1, keepdim=True))
+        acc_old.mul_(correction).add_(s @ v[..., start:stop, :].to(work))  # (..., L - r0, d_v)
+        m_old.copy_(m_new)
 
     out = acc / torch.where(l > 0, l, torch.ones_like(l))  # (..., L, d_v); a row with no key stays 0
     return out.to(v.dtype)
