@@ -11,13 +11,14 @@ JOBS ?= 2
 # Debian packages: bubblewrap (the grader's sandbox), chromium (browser tests), fonts-noto-cjk (the glossary's Chinese).
 APT_PACKAGES := bubblewrap chromium fonts-noto-cjk
 
-.PHONY: setup system vendor book test lab lock strip clean
+.PHONY: setup system vendor book test lab lock strip clean bench
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make book   build the book into _build/html"
 	@echo "make test   run every test (unit, property, notebooks, book build, grader, browser)"
 	@echo "make lab    open JupyterLab on your own copy of the labs in work/"
+	@echo "make bench  benchmarks: attention, multi-head attention, notebooks and book build (tables + benchmarks/results/*.json)"
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -65,6 +66,13 @@ lock:
 STRIP_KEYS := metadata.jupytext metadata.widgets cell.metadata.lines_to_next_cell cell.metadata.execution
 strip: $(STAMP)
 	git ls-files '*.ipynb' ':!labs/**' | xargs $(BIN)/nbstripout --keep-id --extra-keys "$(STRIP_KEYS)"
+
+# Benchmarks print tables and write benchmarks/results/*.json (never timed assertions). The book build needs vendor.
+bench: $(STAMP) vendor
+	$(BIN)/python benchmarks/attention.py
+	$(BIN)/python benchmarks/multihead.py
+	$(BIN)/python benchmarks/notebooks.py
+	$(BIN)/python benchmarks/gpu_check.py
 
 clean:
 	rm -rf _build
