@@ -3,11 +3,14 @@
 #   make test   every test (CI runs this through .ci/run)
 #   make lab    JupyterLab on a private copy of the labs (work/)
 SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 JOBS ?= 2
+# pip's complaints about this machine's missing local index folders say nothing about the install.
+PIP_NOISE := /is ignored: it is neither a file nor a directory/d
 # Debian packages: bubblewrap (the grader's sandbox), chromium (browser tests), fonts-noto-cjk (the glossary's Chinese).
 APT_PACKAGES := bubblewrap chromium fonts-noto-cjk
 
@@ -22,8 +25,8 @@ help:
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock 2>&1 | sed '$(PIP_NOISE)'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e . 2>&1 | sed '$(PIP_NOISE)'
 	touch $@
 
 setup: $(STAMP)
