@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 # Anywhere in a submission: ways to define or rebind code the grader cannot read, or to reach into the runtime.
 GLOBAL_HATCH_NAMES = {"exec", "eval", "compile", "globals", "__import__", "breakpoint", "vars", "locals"}
 GLOBAL_HATCH_MODULES = {"gc", "ctypes", "importlib", "builtins", "inspect", "marshal", "cffi", "pickle", "dill",
-                        "__main__", "types", "code", "codeop", "runpy", "sysconfig", "subprocess", "multiprocessing"}  # fmt: skip
+                        "__main__", "runpy", "subprocess", "multiprocessing"}  # fmt: skip
 GLOBAL_HATCH_ATTRS = {
     "__closure__", "__code__", "__globals__", "__wrapped__", "__builtins__", "__dict__", "__subclasses__",
     "__bases__", "__base__", "__mro__", "__getattribute__", "__reduce__", "__reduce_ex__", "_getframe", "settrace",
-    "setprofile", "modules", "f_globals", "f_locals", "f_back", "tb_frame", "gi_frame", "cr_frame", "co_consts",
+    "setprofile", "f_globals", "f_locals", "f_back", "tb_frame", "gi_frame", "cr_frame", "co_consts",
     "cell_contents", "_C", "_VariableFunctions", "aten", "_ops", "__self__", "__func__",
 }  # fmt: skip
 # Inside the code of a graded name: also dynamic attribute access.
@@ -113,6 +113,8 @@ def _hatches(node: ast.AST, names: set[str]) -> set[str]:
             found.add(f"{sub.id}()")
         elif isinstance(sub, ast.Attribute) and sub.attr in GLOBAL_HATCH_ATTRS:
             found.add(f".{sub.attr}")
+        elif isinstance(sub, ast.Attribute) and sub.attr == "modules" and isinstance(sub.value, ast.Name) and sub.value.id == "sys":
+            found.add("sys.modules")
         elif isinstance(sub, (ast.Import, ast.ImportFrom)):
             mods = [a.name for a in sub.names] if isinstance(sub, ast.Import) else [sub.module or ""]
             for m in mods:
@@ -121,9 +123,13 @@ def _hatches(node: ast.AST, names: set[str]) -> set[str]:
     return found
 
 
-def analyse(cells: list[str], function: str, forbid: tuple[str, ...] | list[str]) -> Finding:
-    """What the grader can see, statically, of how the submission defines ``function``."""
+def analyse(cells: list[str], function: str, forbid: tuple[str, ...] | list[str], trusted: set[str] = frozenset()) -> Finding:
+    """What the grader can see, statically, of how the submission defines ``function``.
+
+    ``trusted``: sources of the lab's own locked cells (stripped), left out of the notebook-wide scan.
+    """
     trees = _parse_cells(cells)
+    untrusted = _parse_cells([c for c in cells if c.strip() not in trusted])
     top: dict[str, list[ast.stmt]] = {}
     for tree in trees:
         for stmt in tree.body:
@@ -162,7 +168,7 @@ def analyse(cells: list[str], function: str, forbid: tuple[str, ...] | list[str]
             elif isinstance(sub, ast.Name) and sub.id in last and sub.id not in top:
                 forbidden.add(last[sub.id])  # e.g. a star import
         hatches |= _hatches(stmt, LOCAL_HATCH_NAMES)
-    for tree in trees:
+    for tree in untrusted:
         hatches |= _hatches(tree, GLOBAL_HATCH_NAMES)
     finding.forbidden = sorted(forbidden)
     finding.hatches = sorted(hatches)
