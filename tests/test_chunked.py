@@ -36,3 +36,16 @@ def test_custom_scale_and_large_logits():
     got = qkv.chunked_attention(q, k, v, block_size=4, scale=0.5)
     assert torch.isfinite(got).all()
     torch.testing.assert_close(got, F.scaled_dot_product_attention(q, k, v, scale=0.5), **TOL[torch.float32])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_gradients_equal_torch(causal):
+    L, S = (20, 20) if causal else (20, 13)
+    q = torch.randn(2, L, 8, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(2, S, 8, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(2, S, 5, dtype=torch.float64, requires_grad=True)
+    grad_out = torch.randn(2, L, 5, dtype=torch.float64)
+    got = torch.autograd.grad(qkv.chunked_attention(q, k, v, block_size=6, causal=causal), (q, k, v), grad_out)
+    ref = torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=causal), (q, k, v), grad_out)
+    for g, r in zip(got, ref):
+        torch.testing.assert_close(g, r, **TOL[torch.float64])

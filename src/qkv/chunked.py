@@ -11,6 +11,8 @@ each query row keep a running maximum ``m``, a running normaliser ``l`` and an u
 and at the end ``out = acc / l``. Only an ``(L, block_size)`` block of scores exists at a time.
 With ``causal=True`` a block of keys starting at ``start`` is invisible to queries before
 ``start``, so those rows are skipped (about half the work) and only the diagonal rows are masked.
+Differentiable: with inputs that require grad the updates build new tensors instead of writing
+in place, and autograd then keeps every block's probabilities (memory like ``L * S`` again).
 """
 
 from __future__ import annotations
@@ -73,6 +75,8 @@ def chunked_attention(
     m = torch.full((*q.shape[:-1], 1), float("-inf"), device=q.device, dtype=work)  # running max (..., L, 1)
     l = torch.zeros_like(m)  # running sum of exp (..., L, 1)
     acc = torch.zeros((*q.shape[:-1], v.shape[-1]), device=q.device, dtype=work)  # (..., L, d_v)
+    # In-place updates are faster, but autograd needs the tensors it saved unchanged: build new ones then.
+    grad = torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad)
 
     for start in range(0, S, block_size):
         if causal and start > L - 1:
@@ -89,11 +93,18 @@ def chunked_attention(
         m_old, l_old, acc_old = m[..., r0:, :], l[..., r0:, :], acc[..., r0:, :]  # views: updated in place
         m_new = torch.maximum(m_old, s.amax(dim=-1, keepdim=True))  # (..., L - r0, 1)
         m_safe = torch.where(torch.isfinite(m_new), m_new, torch.zeros_like(m_new))  # rows with no key yet
-        s.sub_(m_safe).exp_()  # p = exp(s - m_new), in place: (..., L - r0, b)
         correction = torch.exp(m_old - m_safe)  # (..., L - r0, 1); 0 on a row's first block
-        l_old.mul_(correction).add_(s.sum(dim=-1, keepdim=True))
-        acc_old.mul_(correction).add_(s @ v[..., start:stop, :].to(work))  # (..., L - r0, d_v)
-        m_old.copy_(m_new)
+        v_block = v[..., start:stop, :].to(work)  # (..., b, d_v)
+        if grad:
+            p = torch.exp(s - m_safe)  # (..., L - r0, b)
+            l_new = l_old * correction + p.sum(dim=-1, keepdim=True)
+            acc_new = acc_old * correction + p @ v_block  # (..., L - r0, d_v)
+            m, l, acc = (torch.cat([x[..., :r0, :], y], dim=-2) for x, y in ((m, m_new), (l, l_new), (acc, acc_new)))
+        else:
+            p = s.sub_(m_safe).exp_()  # p = exp(s - m_new), in place: (..., L - r0, b)
+            l_old.mul_(correction).add_(p.sum(dim=-1, keepdim=True))
+            acc_old.mul_(correction).add_(p @ v_block)  # (..., L - r0, d_v)
+            m_old.copy_(m_new)
 
     out = acc / torch.where(l > 0, l, torch.ones_like(l))  # (..., L, d_v); a row with no key stays 0
     return out.to(v.dtype)
