@@ -6,6 +6,7 @@ graded by both, and the totals compared. nbgrader runs in a throwaway course fol
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -24,7 +25,8 @@ LABS = sorted(
 
 def _nbgrader(course: Path, *args: str) -> str:
     cmd = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={course}"]
-    done = subprocess.run(cmd, cwd=course, capture_output=True, text=True, timeout=900)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}  # alembic
+    done = subprocess.run(cmd, cwd=course, capture_output=True, text=True, timeout=900, env=env)
     assert done.returncode == 0, f"{' '.join(args)} failed:\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
     return done.stdout + done.stderr
 

@@ -348,9 +348,11 @@ def grade_entry(entry: Entry, lab: Lab, prepared: list[Prepared], worker: sandbo
     status, note = status_of(header, msgs)
     res.update(status=status, note=note, wall=header.get("wall", 0.0))
     res["items"] = score(prepared, msgs, code, lab.locked)
-    res["cell_errors"] = [
-        f"cell {m['i'] + 1}: {str(m.get('error'))[:300]}" for m in msgs if m.get("t") == "cell" and isinstance(m.get("i"), int)
-    ][:20]
+    res["cell_errors"] = [  # the lab's own locked cells (tests, demos) are not the student's to fix
+        f"code cell {m['i'] + 1}: {str(m.get('error'))[:300]}" for m in msgs
+        if m.get("t") == "cell" and isinstance(m.get("i"), int) and 0 <= m["i"] < len(code)
+        and code[m["i"]].strip() not in lab.locked
+    ][:20]  # fmt: skip
     return res
 
 
@@ -383,6 +385,9 @@ def run_batch(lab_id: str, submissions: Path, out: Path, *, course: Path = Path(
         ok, why = sandbox.bwrap_works(bwrap)
         if not ok:
             raise GradeError(f"bubblewrap cannot create its sandbox here ({why}). " + sandbox.BWRAP_HINT)
+    elif os.geteuid() == 0 and sandbox.private_runtime_dirs():
+        log(f"note: without bubblewrap, submissions run as uid {sandbox.BASE_UID}+ and cannot enter "
+            f"{', '.join(sandbox.private_runtime_dirs())}: they can import only the modules preloaded by the grader")
     if fresh and out.exists():
         shutil.rmtree(out / "results", ignore_errors=True)
         (out / "run.json").unlink(missing_ok=True)

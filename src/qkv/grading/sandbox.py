@@ -29,7 +29,24 @@ BWRAP_HINT = (
     "(Fedora). On macOS there is no bubblewrap: grade on Linux (or in Docker), or pass --no-sandbox to run "
     "the submissions with resource limits only."
 )
-PRELOAD = ["matplotlib.pyplot", "ipywidgets", "IPython.display", "IPython.core.inputtransformer2", "qkv", "math"]
+PRELOAD = [
+    "matplotlib.pyplot", "ipywidgets", "IPython.display", "IPython.core.inputtransformer2", "qkv", "math", "json",
+    "re", "random", "time", "warnings", "signal", "glob", "socket", "collections", "itertools", "functools",
+    "struct", "base64", "string", "typing", "dataclasses", "copy", "statistics", "fractions", "decimal", "ctypes",
+]  # fmt: skip
+
+
+def private_runtime_dirs() -> list[str]:
+    """Folders of the Python runtime that other users cannot enter (then, without bubblewrap, a submission
+    running as an unprivileged uid can only use the modules the worker imported beforehand)."""
+    bad = []
+    for root in {sys.prefix, sys.base_prefix}:
+        p = Path(root).resolve()
+        for d in [p, *p.parents]:
+            if not d.stat().st_mode & 0o001:
+                bad.append(str(d))
+                break
+    return sorted(set(bad))
 
 
 class SandboxError(RuntimeError):
