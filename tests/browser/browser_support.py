@@ -6,6 +6,10 @@ folder (the ``browser_context`` fixture in conftest.py), and every request to a 
 refused twice over: Chromium resolves every other host name to nothing (``--host-resolver-rules``), and
 Playwright's router aborts any request that still names another host. Both are recorded, so a test can say which
 page tried to go out. Every test module here sets ``pytestmark = pytest.mark.browser``.
+
+With Playwright's synchronous API the router is Python code that runs only while the test is inside a Playwright
+call: a test that waits with ``time.sleep`` stalls every request the page makes meanwhile (JupyterLab then never
+starts its kernel). Wait with ``page.wait_for_timeout`` or ``page.wait_for_function`` instead.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 REPO = Path(__file__).resolve().parents[2]
+# The built book the tests read (never build here: `make test` builds it once), and where screenshots go.
+HTML = Path(os.environ.get("QKV_BOOK_HTML", REPO / "_build" / "html")).resolve()
+SCREENSHOTS = HTML.parent / "screenshots"
 CHROMIUM = os.environ.get("QKV_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
     "--headless",

@@ -33,5 +33,6 @@ def browser_context(tmp_path_factory):
         try:
             yield context
         finally:
+            context.unroute_all(behavior="ignoreErrors")
             context.close()
     shutil.rmtree(profile, ignore_errors=True)
