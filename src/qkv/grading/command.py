@@ -57,6 +57,9 @@ def _grade(args: argparse.Namespace) -> int:
     except GradeError as err:
         print(f"qkv grade: error: {err}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("qkv grade: interrupted; the results so far are kept: run the same command again to resume", file=sys.stderr)
+        return 130
     log(f"{len(results)} students graded into {args.out}: grades.csv, feedback/, manual/, summary.html")
     return 0
 

@@ -30,6 +30,7 @@ from .spec import Item, LabSpec, compare, item_generator, load_spec, spec_finger
 
 MAX_NOTEBOOK = 64 << 20  # bytes; larger files are "malformed" without being parsed
 MAX_LEAF = 4_000_000
+WORKER_FAILED = "the grader's worker failed while running this notebook (not the student's doing; run again)"
 STATUSES = ("graded", "malformed", "timeout", "memory", "crashed", "ambiguous", "duplicate")
 
 
@@ -315,7 +316,7 @@ def status_of(header: dict, msgs: list[dict]) -> tuple[str, str]:
     if state == "output":
         return "crashed", "sent far more output than a notebook should"
     if state == "worker":
-        return "crashed", "the grading worker stopped while running this notebook"
+        return "crashed", WORKER_FAILED
     if not any(m.get("t") == "done" for m in msgs):
         how = f"killed by signal {sig}" if sig else f"exited with status {header.get('exit')}"
         return "crashed", f"the notebook's process ended early ({how})"
@@ -340,7 +341,7 @@ def grade_entry(entry: Entry, lab: Lab, prepared: list[Prepared], worker: sandbo
     job = {
         "cells": code, "timeout": opts["timeout"], "memory_mb": opts["memory"],
         "items": [{"grade_id": p.item.grade_id, "function": p.item.function, "forbid": list(p.item.forbid),
-                   "call": p.item.call_source(), "cases": [(c.args, c.kwargs) for c in p.cases]} for p in prepared],
+                   "call": p.item.call_source(), "call_name": getattr(p.item.call, "__name__", None), "cases": [(c.args, c.kwargs) for c in p.cases]} for p in prepared],
     }  # fmt: skip
     assert worker is not None
     header, raw = worker.run(job)
@@ -455,7 +456,8 @@ def run_batch(lab_id: str, submissions: Path, out: Path, *, course: Path = Path(
                     except Exception as err:  # a bug of ours must not stop the batch: the row says so
                         res = {"student": entry.student, "status": "crashed", "note": f"grader error: {err}", "items": {},
                                "answers": {}, "cell_errors": [], "sha256": None, "wall": 0.0}  # fmt: skip
-                    write_atomic(cache / f"{key}.json", json.dumps(res))
+                    if res.get("note") != WORKER_FAILED and not res.get("note", "").startswith("grader error"):
+                        write_atomic(cache / f"{key}.json", json.dumps(res))  # our own failures are retried next run
                     with lock:
                         results[entry.student] = res
                         done_count[0] += 1
@@ -466,8 +468,15 @@ def run_batch(lab_id: str, submissions: Path, out: Path, *, course: Path = Path(
 
         try:
             with ThreadPoolExecutor(jobs) as pool:
-                for f in [pool.submit(work, j) for j in range(jobs)]:
-                    f.result()
+                futures = [pool.submit(work, j) for j in range(jobs)]
+                try:
+                    for f in futures:
+                        f.result()
+                except KeyboardInterrupt:
+                    with lock:
+                        pending.clear()  # finish the submissions in progress, start no more; rerun to resume
+                    log("interrupted: finishing the submissions in progress; run the same command again to resume")
+                    raise
         except sandbox.SandboxError as err:
             raise GradeError(str(err)) from None
         finally:

@@ -171,7 +171,9 @@ class Worker:
         env = None if self.sandbox else {"PATH": "/usr/bin:/bin", "HOME": self.tmp or "/tmp", "LANG": "C.UTF-8",
                                          "MPLCONFIGDIR": self.tmp or "/tmp"}  # fmt: skip
         with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env)
+            # its own session: a Ctrl-C meant for `qkv grade` must not kill a worker mid-submission
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
+                                         start_new_session=True)  # fmt: skip
         self._send(pickle.dumps(self.cfg))
         try:
             self.info = json.loads(self._recv(time.monotonic() + 300))
