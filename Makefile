@@ -53,8 +53,9 @@ book: $(STAMP) vendor
 	$(BIN)/jupyter-book build -W -n --keep-going .
 	@echo "Open file://$(CURDIR)/_build/html/index.html"
 
+# One thread per pytest worker (and per kernel it starts): $(JOBS) workers share the cores without oversubscribing them.
 test: $(STAMP) system book
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadscope --nbval-lax --nbval-current-env
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadscope --nbval-lax --nbval-current-env
 
 # Students work on copies in work/ (git-ignored; never overwritten), with nbgrader's instructor tools hidden.
 lab: $(STAMP)
