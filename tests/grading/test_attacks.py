@@ -39,7 +39,8 @@ EXPECTED = {
     # calls can be verified, so every such item scores 0. A forbidden call caught, then worked around: still 0.
     "tripwire_evasion": ("graded", 0), "closure_unwrap": ("graded", 0), "catch_the_tripwire": ("graded", 4),
     "redefine_with_exec": ("graded", 0),  # exec() anywhere: items with forbidden calls cannot be verified
-    "patch_runtime": ("crashed", 0),  # breaking isinstance breaks the child's own runner: no results, 0 "segfault": ("crashed", 0), "network": ("graded", 0),
+    "patch_runtime": ("crashed", 0),  # breaking isinstance breaks the child's own runner: no results, 0
+    "segfault": ("crashed", 0), "network": ("graded", 0),
     "metadata_claims": ("graded", 0), "stripped_metadata": ("graded", 10),
     "cells_deleted_and_added": ("graded", 10), "huge_outputs": ("graded", 10),
     "written_answer_html": ("graded", 10), "recursion_and_baseexceptions": ("graded", 7),
@@ -59,7 +60,7 @@ def _uids_alive() -> list[int]:
             uid = int(next(line for line in status.read_text().splitlines() if line.startswith("Uid:")).split()[1])
         except (OSError, StopIteration, ValueError):
             continue
-        if sandbox.BASE_UID <= uid < sandbox.BASE_UID + 64:
+        if sandbox.uid_base() <= uid < sandbox.uid_base() + 64:  # this test process's batches
             pids.append(int(status.parent.name))
     return pids
 

@@ -296,6 +296,9 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
             cheat.append(f"uses {', '.join(forbidden)}, which this exercise forbids (it would do the work for you)")
         if found.hatches:
             cheat.append(f"uses {', '.join(found.hatches)}, which the grader cannot check; write the code plainly")
+        reasons = {line.split("): ", 1)[-1] if "): " in line else line.split(": ", 1)[-1] for line in lines}
+        if len(lines) > 1 and len(reasons) == 1 and failed == len(p.cases):
+            lines = [f"every check: {reasons.pop()}"]  # one reason, said once
         ok = failed == 0 and not cheat
         if ok:
             lines = [f"passed all {_plural(len(p.cases), 'check')}"]
@@ -387,7 +390,7 @@ def run_batch(lab_id: str, submissions: Path, out: Path, *, course: Path = Path(
         if not ok:
             raise GradeError(f"bubblewrap cannot create its sandbox here ({why}). " + sandbox.BWRAP_HINT)
     elif os.geteuid() == 0 and sandbox.private_runtime_dirs():
-        log(f"note: without bubblewrap, submissions run as uid {sandbox.BASE_UID}+ and cannot enter "
+        log(f"note: without bubblewrap, submissions run as uid {sandbox.uid_base()}+ and cannot enter "
             f"{', '.join(sandbox.private_runtime_dirs())}: they can import only the modules preloaded by the grader")
     if fresh and out.exists():
         shutil.rmtree(out / "results", ignore_errors=True)

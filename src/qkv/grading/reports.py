@@ -4,6 +4,7 @@ Gradescope's results.json. Everything a student wrote is escaped; every file is 
 from __future__ import annotations
 
 import csv
+import hashlib
 import html
 import io
 import json
@@ -179,7 +180,9 @@ def summary_html(lab: Lab, results: list[dict], run: dict, manual: dict) -> str:
 
 def _file_name(student: str) -> str:
     safe = "".join(c if c.isalnum() or c in "-_.@ " or ord(c) > 127 else "_" for c in student).strip(". ")
-    return safe or "_"
+    if safe != student:  # two names that differ only in replaced characters must not share a file
+        safe = f"{safe or '_'}-{hashlib.sha256(student.encode()).hexdigest()[:8]}"
+    return safe
 
 
 def write_all(out: Path, lab: Lab, results: list[dict], run: dict) -> None:

@@ -3,7 +3,7 @@
 A worker (``child.py``) is started once per parallel job inside its own bubblewrap sandbox: new PID, network,
 IPC and UTS namespaces, no network, read-only binds of the Python runtime and the installed packages only,
 a private ``/tmp``, and a copy of ``qkv`` without the grader. As root, the worker keeps only CAP_SETUID,
-CAP_SETGID and CAP_KILL, and each child it forks switches to the job's own uid (``BASE_UID + job``) before
+CAP_SETGID and CAP_KILL, and each child it forks switches to the job's own uid (``uid_base() + job``) before
 running anything of the student's, so RLIMIT_NPROC holds and no child can touch the worker.
 """
 
@@ -22,7 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
-BASE_UID = 61000  # job j runs its children as uid BASE_UID + j (no such user needs to exist)
+BASE_UID = 61000  # children run as uid uid_base() + job index (no such user needs to exist)
+
+
+def uid_base() -> int:
+    """This grader process's first uid: batches running side by side never share a uid (nor its limits)."""
+    return BASE_UID + (os.getpid() % 4096) * 64
 BWRAP_HINT = (
     "bubblewrap (bwrap) is required to grade untrusted notebooks safely. Install it with "
     "`sudo apt-get install bubblewrap` (Debian/Ubuntu; `make system` does it), `sudo dnf install bubblewrap` "
@@ -149,7 +154,7 @@ class Worker:
         self.index, self.lib, self.sandbox, self.log = index, lib, sandbox, log
         root = os.geteuid() == 0
         self.cfg = {
-            "uid": BASE_UID + index, "drop": root, "nproc": 64, "max_bytes": max_bytes, "preload": PRELOAD,
+            "uid": uid_base() + index % 64, "drop": root, "nproc": 64, "max_bytes": max_bytes, "preload": PRELOAD,
             "kill": "namespace" if sandbox else ("uid" if root else "group"),
             "lib": "/opt/qkv-grader" if sandbox else str(lib), "tmp": "/tmp" if sandbox else None,
         }  # fmt: skip
