@@ -45,6 +45,7 @@ EXPECTED = {
     "cells_deleted_and_added": ("graded", 10), "huge_outputs": ("graded", 10),
     "written_answer_html": ("graded", 10), "recursion_and_baseexceptions": ("graded", 7),
     "weird_return_types": ("graded", 3),  # dot_scores, cosine_scores and soft_lookup (which calls dot_scores) fail
+    "collusion_writer": ("graded", 10), "collusion_reader": ("graded", 0),
     "malformed_json": ("malformed", 0), "empty_file": ("malformed", 0), "not_utf8": ("malformed", 0),
     "json_list": ("malformed", 0), "nbformat3": ("malformed", 0),
     "Zoë 张": ("graded", 10), "=HYPERLINK(1)": ("graded", 0), "<img src=x onerror=alert(1)>": ("graded", 0),
@@ -188,3 +189,15 @@ def test_a_submission_cannot_kill_or_hijack_the_worker(tmp_path):
 def test_results_never_go_through_stdout(batch):
     res = batch["results"]["fake_stdout"]
     assert all(i["points"] == 0 for i in res["items"].values())
+
+
+@pytest.mark.parametrize("use_sandbox", [True, False], ids=["bubblewrap", "no-sandbox"])
+def test_one_submission_leaves_nothing_for_the_next(tmp_path, use_sandbox):
+    """Graded one after the other by the same worker: the reader must not find what the writer left."""
+    from qkv.grading.testing import grade_notebooks
+
+    nbs = {name: (ATTACKS / f"collusion_{name.split('_')[1]}.ipynb.json").read_bytes() for name in ("a_writer", "b_reader")}
+    res = grade_notebooks("soft_lookup", nbs, tmp_path, jobs=1, use_sandbox=use_sandbox)
+    assert _total(res["a_writer"]) == 10 and res["b_reader"]["status"] == "graded"
+    assert _total(res["b_reader"]) == 0
+    assert _uids_alive() == []

@@ -195,6 +195,7 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
         os.setresgid(cfg["uid"], cfg["uid"], cfg["uid"])
         os.setresuid(cfg["uid"], cfg["uid"], cfg["uid"])
     _no_new_privs()
+    os.umask(0o077)  # what it writes, no other uid can read
     os.chdir(job["cwd"])
 
     child = _Child(fd)
@@ -271,6 +272,26 @@ def _as_uid(cfg: dict, fn) -> None:
     os.waitpid(helper, 0)
 
 
+def _remove_own_files() -> None:
+    uid = os.getuid()
+    for top in ("/tmp", "/var/tmp", "/dev/shm"):
+        try:
+            entries = os.listdir(top)
+        except OSError:
+            continue
+        for name in entries:
+            path = os.path.join(top, name)
+            try:
+                if os.lstat(path).st_uid != uid:
+                    continue
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    os.unlink(path)
+            except OSError:
+                pass
+
+
 def _kill_leftovers(pid: int, cfg: dict, cwd: str) -> None:
     """Every process the submission started is gone, and its files too, when this returns."""
     for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
@@ -286,6 +307,7 @@ def _kill_leftovers(pid: int, cfg: dict, cwd: str) -> None:
             pass
     elif mode == "uid":  # a helper with the submission's uid kills every process of that uid (but itself)
         _as_uid(cfg, lambda: os.kill(-1, signal.SIGKILL))
+        _as_uid(cfg, _remove_own_files)  # no sandbox: /tmp and /dev/shm are shared; leave nothing for the next one
     while True:  # reap
         try:
             if os.waitpid(-1, os.WNOHANG)[0] == 0:

@@ -282,6 +282,24 @@ def cosine_scores(query, keys):
     return [[[[[[1.0]]]]]]
 """), at=len(SOLUTION["cells"]))
 
+DROP_PLACES = '["/tmp", "/var/tmp", "/dev/shm", os.getcwd(), os.path.expanduser("~"), os.path.dirname(os.getcwd())]'
+ATTACKS["collusion_writer"] = with_cells(SOLUTION, code(f"""
+import os
+for d in {DROP_PLACES}:
+    try:
+        with open(os.path.join(d, "qkv_answers.txt"), "w") as f:
+            f.write("answers for the next student")
+        os.chmod(os.path.join(d, "qkv_answers.txt"), 0o666)
+    except OSError:
+        pass
+"""))
+ATTACKS["collusion_reader"] = with_cells(BLANK, code(f"""
+import glob, os
+FOUND = any(os.path.exists(os.path.join(d, "qkv_answers.txt")) for d in {DROP_PLACES})
+FOUND = FOUND or bool(glob.glob("/tmp/**/qkv_answers.txt", recursive=True))
+if FOUND:
+""" + "\n".join("    " + line for line in RIGHT.splitlines())))
+
 
 def main() -> None:
     for old in HERE.glob("*.ipynb.json"):
