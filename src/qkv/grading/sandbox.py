@@ -68,7 +68,7 @@ def bwrap_path() -> str | None:
 
 def bwrap_works(bwrap: str) -> tuple[bool, str]:
     """Whether bubblewrap can create its namespaces here (it cannot in some containers, e.g. Gradescope's)."""
-    cmd = [bwrap, "--unshare-pid", "--unshare-net", "--ro-bind", "/", "/", "--proc", "/proc", "true"]
+    cmd = bwrap_command(bwrap, Path("/usr"), program=["/usr/bin/env", "true"])  # the very flags a worker gets
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired) as err:
@@ -105,7 +105,7 @@ def make_lib(course_src: Path, dest: Path) -> Path:
     return lib
 
 
-def bwrap_command(bwrap: str, lib: Path) -> list[str]:
+def bwrap_command(bwrap: str, lib: Path, program: list[str] | None = None) -> list[str]:
     cmd = [
         bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
         "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
@@ -129,7 +129,7 @@ def bwrap_command(bwrap: str, lib: Path) -> list[str]:
                 "--cap-add", "CAP_CHOWN"]
     cmd += ["--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "PATH", "/usr/bin:/bin",
             "--setenv", "MPLCONFIGDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"]  # fmt: skip
-    cmd += [sys.executable, "-I", "-B", "/opt/qkv-grader/qkv_grader_child.py"]
+    cmd += program or [sys.executable, "-I", "-B", "/opt/qkv-grader/qkv_grader_child.py"]
     return cmd
 
 
