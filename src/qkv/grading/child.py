@@ -235,7 +235,11 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
                 if target is None:
                     raise NameError(f"{item['function']} is not defined")
                 out = call(target, *args, **kwargs) if call else target(*args, **kwargs)
-                msg["out"] = _encode(out)
+                try:
+                    msg["out"] = _encode(out)
+                except BaseException as err:
+                    msg["unreadable"] = True
+                    raise err
             except BaseException as err:
                 msg["error"] = _short(err)
                 if isinstance(err, ForbiddenCall):

@@ -256,38 +256,40 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
     results = {}
     for p in prepared:
         item = p.item
-        lines: list[str] = []
+        fails: list[tuple[str, str]] = []  # (which check, why), in order
         found = analysis.analyse(cells, item.function, item.forbid, trusted)
-        failed = 0
         for n, (case, exp) in enumerate(zip(p.cases, p.expected)):
             what = f"check {n + 1} ({case.label})" if case.label else f"check {n + 1}"
             m = cases.get((item.grade_id, n))
             if m is None:
-                failed += 1
-                lines.append(f"{what}: no result (the notebook stopped, timed out or crashed before this check)")
+                fails.append((what, "no result (the notebook stopped, timed out or crashed before this check)"))
                 continue
             if "error" in m:
-                failed += 1
                 err = str(m["error"])[:400]
                 if m.get("forbidden") or err.startswith("ForbiddenCall"):
-                    lines.append(f"{what}: your code called a function this exercise forbids")
+                    fails.append((what, "your code called a function this exercise forbids"))
                 elif err.startswith("NotImplementedError"):
-                    lines.append(f"{what}: not written yet (it still raises NotImplementedError)")
+                    fails.append((what, "not written yet (it still raises NotImplementedError)"))
+                elif m.get("unreadable"):
+                    fails.append((what, f"your function returned something that is not a tensor or a number ({err})"))
                 else:
-                    lines.append(f"{what}: your function raised {err}")
+                    fails.append((what, f"your function raised {err}"))
                 continue
             try:
                 got = _decode(m.get("out"))
             except (ValueError, TypeError, KeyError):
-                failed += 1
-                lines.append(f"{what}: the result could not be read")
+                fails.append((what, "the result could not be read"))
                 continue
             msg = compare(got, exp, item.atol, item.rtol)
             if msg is None and item.check is not None:
                 msg = item.check(case, got, exp)
             if msg:
-                failed += 1
-                lines.append(f"{what}: {msg}")
+                fails.append((what, msg))
+        failed = len(fails)
+        if failed > 1 and failed == len(p.cases) and len({why for _, why in fails}) == 1:
+            lines = [f"every check: {fails[0][1]}"]  # one reason, said once
+        else:
+            lines = [f"{what}: {why}" for what, why in fails]
         forbidden = sorted(set(found.forbidden) | tripped.get(item.grade_id, set()))
         cheat = []
         if found.missing:
@@ -295,15 +297,13 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
         if forbidden:
             cheat.append(f"uses {', '.join(forbidden)}, which this exercise forbids (it would do the work for you)")
         if found.hatches:
-            cheat.append(f"uses {', '.join(found.hatches)}, which the grader cannot check; write the code plainly")
-        reasons = {line.split("): ", 1)[-1] if "): " in line else line.split(": ", 1)[-1] for line in lines}
-        if len(lines) > 1 and len(reasons) == 1 and failed == len(p.cases):
-            lines = [f"every check: {reasons.pop()}"]  # one reason, said once
+            cheat.append(f"your notebook uses {', '.join(found.hatches)}, which can get around the grader's checks "
+                         "(write the code plainly)")  # fmt: skip
         ok = failed == 0 and not cheat
         if ok:
             lines = [f"passed all {_plural(len(p.cases), 'check')}"]
         else:
-            head = f"failed {failed} of {_plural(len(p.cases), 'check')}" if failed else f"passed all {_plural(len(p.cases), 'check')}, but it"
+            head = f"failed {failed} of {_plural(len(p.cases), 'check')}" if failed else f"passed all {_plural(len(p.cases), 'check')}, but:"
             lines = [head] + [f"0 points: {c}" for c in cheat] + lines
         results[item.grade_id] = {"points": float(item.points) if ok else 0.0, "max": float(item.points), "lines": lines}
     return results
@@ -313,9 +313,9 @@ def status_of(header: dict, msgs: list[dict]) -> tuple[str, str]:
     state = header.get("state")
     sig = header.get("signal")
     if state == "timeout" or sig == 24:  # SIGXCPU: the CPU-time limit
-        return "timeout", "stopped at the time limit"
+        return "timeout", "the notebook was still running at the time limit (an endless loop?)"
     if any(m.get("t") == "memory" for m in msgs):
-        return "memory", "ran out of the memory allowed"
+        return "memory", "some code asked for more memory than a submission may use"
     if state == "output":
         return "crashed", "sent far more output than a notebook should"
     if state == "worker":
