@@ -28,6 +28,8 @@ set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 apt-get install -y -qq python3 python3-venv python3-pip bubblewrap >/dev/null
+python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' || {
+  echo "The pinned packages need Python 3.11 or newer: choose Gradescope's Ubuntu 24.04 base image." >&2; exit 1; }
 python3 -m venv /autograder/venv
 /autograder/venv/bin/pip install --quiet --upgrade pip
 /autograder/venv/bin/pip install --quiet -r /autograder/source/requirements.txt \\
@@ -50,6 +52,26 @@ if [ ! -s "$ROOT/results/results.json" ]; then
   echo '{{"score": 0, "output": "The autograder failed before grading; please tell your instructor."}}' > "$ROOT/results/results.json"
 fi
 exit $status
+"""
+
+
+GUIDE = """Gradescope autograder for the qkv lab {lab}
+===========================================
+
+Upload this zip as the assignment's autograder ("Zip file upload"), base image Ubuntu 24.04 (Python 3.12;
+the pinned packages need Python 3.11+). Students submit their notebook {lab}.ipynb (any name works when it
+is the only notebook).
+
+setup.sh         installs Python, bubblewrap and the pinned packages (torch CPU) into /autograder/venv
+run_autograder   grades /autograder/submission with `qkv grade --gradescope` into /autograder/results/results.json
+qkv-src/         the qkv package with its grader and the grading spec of {lab}
+solutions/       the lab's solution notebook (read for its nbgrader metadata; made root-only before grading)
+
+Each test in results.json is one autograded exercise; written answers are graded by hand on Gradescope.
+Where Gradescope's container does not let bubblewrap create namespaces, the results' output says so and the
+notebook runs with resource limits as a separate unprivileged uid only (the container is itself a throwaway
+sandbox for one submission, and that uid can neither read the autograder's files nor write results.json).
+Built by `qkv gradescope-bundle {lab}`.
 """
 
 
@@ -81,6 +103,7 @@ def build_bundle(lab: str, course: Path, out: Path, *, timeout: float = 120, mem
         _add(zf, "setup.sh", SETUP, executable=True)
         _add(zf, "run_autograder", RUN.format(lab=lab, timeout=timeout, memory=memory), executable=True)
         _add(zf, "requirements.txt", "\n".join(_pins(course)) + "\n")
+        _add(zf, "README.txt", GUIDE.format(lab=lab))
         _add(zf, f"solutions/{lab}/{lab}.ipynb", info.solution.read_bytes())
         for name in ("pyproject.toml", "README.md", "LICENSE"):
             if (course / name).exists():
