@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -76,9 +77,10 @@ def worker(impl: str, n: int, d: int, repeats: int, block_size: int) -> dict:
     return {"impl": impl, "N": n, "times_s": times, "peak_growth_mb": growth, "peak_reset": reset}
 
 
-def spawn(*args: object) -> dict:
+def spawn(*args: object, threads: int | None = None) -> dict:
     cmd = [sys.executable, __file__, "--worker", *map(str, args)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads)) if threads else None  # torch reads it at start-up
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if proc.returncode != 0:
         return {"error": (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -93,6 +95,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="fresh processes per case for N >= 4096, alternating implementations")
     parser.add_argument("--block-size", type=int, default=None, help="chunked_attention's block_size (default: its own)")
     parser.add_argument("--matmul-n", type=int, default=2048, help="size of the square matrix product used as the ceiling")
+    parser.add_argument("--threads", type=int, default=None, help="torch threads in each process (default: torch's own)")
     parser.add_argument("--out", type=Path, default=RESULTS / "attention.json")
     parser.add_argument("--worker", nargs=5, metavar=("IMPL", "N", "D", "REPEATS", "BLOCK"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -109,8 +112,10 @@ def main(argv: list[str] | None = None) -> int:
 
         args.block_size = inspect.signature(qkv.chunked_attention).parameters["block_size"].default
     info = machine()
+    if args.threads:
+        info["torch_threads"] = args.threads
     print(f"attention benchmark: d={args.d}, float32, one head; {info['cpu']}, {info['torch_threads']} torch threads")
-    matmul = [spawn("matmul", args.matmul_n, 0, 5, 0)]
+    matmul = [spawn("matmul", args.matmul_n, 0, 5, 0, threads=args.threads)]
     rows = []
     for n in args.sizes:
         repeats = args.repeats or default_repeats(n)
@@ -119,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in range(rounds):
             order = args.impls if r % 2 == 0 else list(reversed(args.impls))
             for impl in order:
-                runs[impl].append(spawn(impl, n, args.d, repeats, args.block_size))
+                runs[impl].append(spawn(impl, n, args.d, repeats, args.block_size, threads=args.threads))
         for impl in args.impls:
             good = [x for x in runs[impl] if "error" not in x]
             row = {"impl": impl, "N": n, "d": args.d, "repeats": repeats, "processes": len(runs[impl])}
@@ -134,10 +139,10 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(
                 f"  N={n:6d} {impl:10s} "
-                + (f"{row['median_ms']:10.1f} ms {row['peak_growth_mb']:8.1f} MB" if "median_ms" in row else row["error"]),
+                + (f"{row['median_ms']:10.1f} ms {row['peak_growth_mb']:8.1f} MiB" if "median_ms" in row else row["error"]),
                 flush=True,
             )
-    matmul.append(spawn("matmul", args.matmul_n, 0, 5, 0))
+    matmul.append(spawn("matmul", args.matmul_n, 0, 5, 0, threads=args.threads))
     ceiling = max((m["gflops"] for m in matmul if "gflops" in m), default=None)
     for row in rows:
         if ceiling and "gflops" in row:
@@ -160,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"plain matrix product {args.matmul_n}x{args.matmul_n}: " + ", ".join(f"{m.get('gflops', float('nan')):.1f}" for m in matmul)
           + " GFLOP/s (start, end of the run)")
     print(table(rows, [("N", "N", "d"), ("impl", "impl", "s"), ("median_ms", "median ms", ".1f"),
-                       ("peak_growth_mb", "peak MB", ".1f"), ("gflops", "GFLOP/s", ".1f"), ("pct_of_matmul", "% matmul", ".0f")]))
+                       ("peak_growth_mb", "peak MiB", ".1f"), ("gflops", "GFLOP/s", ".1f"), ("pct_of_matmul", "% matmul", ".0f")]))
     if targets:
         print(f"\nN={n_max}: chunked / explicit time {targets['chunked_over_explicit_time']:.2f} (goal <= 1.5), "
               f"peak memory {targets['chunked_over_explicit_peak_memory']:.3f} (goal <= 0.10)")

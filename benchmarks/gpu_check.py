@@ -5,7 +5,7 @@ compares the results (float64 where the function allows it, so that the comparis
 modules in float32, forward and backward). A name with no check here is listed, never skipped
 in silence. Part 2 times ``qkv.scaled_dot_product_attention`` (explicit and fused),
 ``qkv.chunked_attention`` and ``torch.nn.functional.scaled_dot_product_attention`` at large N with
-CUDA events, and records the peak GPU memory each needs beyond its inputs.
+CUDA events, and records the peak GPU memory (MiB) each needs beyond its inputs.
 
 With no GPU it says so and exits 0. ``--device cpu`` runs the same script CPU against CPU (a smoke
 test of the script itself; the numbers then mean nothing).
@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nattention timing: B=1, H={args.heads}, d={args.d}, {args.dtype}")
     timings = timing(dev, args.sizes, args.heads, args.d, getattr(torch, args.dtype), args.block_size, args.explicit_max)
     print(table(timings, [("N", "N", "d"), ("impl", "impl", "s"), ("median_ms", "median ms", ".2f"),
-                          ("peak_growth_mb", "peak MB", ".0f"), ("tflops", "TFLOP/s", ".2f"), ("note", "note", "s")]))
+                          ("peak_growth_mb", "peak MiB", ".0f"), ("tflops", "TFLOP/s", ".2f"), ("note", "note", "s")]))
     out = args.out if args.out is not None else (RESULTS / "gpu.json" if dev.type == "cuda" else None)
     if out is not None:
         payload = {"benchmark": "gpu_check", "machine": info, "device": str(dev), "correctness": rows,

@@ -26,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heads", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's own)")
     parser.add_argument("--out", type=Path, default=RESULTS / "multihead.json")
     args = parser.parse_args(argv)
 
@@ -33,6 +34,8 @@ def main(argv: list[str] | None = None) -> int:
 
     import qkv
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     B, L, d_model, H = args.batch, args.length, args.d_model, args.heads
     ref = torch.nn.MultiheadAttention(d_model, H, batch_first=True)
