@@ -2,9 +2,9 @@
 
 One JupyterLab server for the module, on 127.0.0.1 with a token (``--allow-root`` when the tests run as root),
 started the way ``make lab`` starts it (the student configuration in ``student/jupyter``, the labs copied into a
-fresh workspace with ``qkv workspace``) but with its own empty settings and runtime folders. For every blank lab in
-``labs/<id>/<id>.ipynb`` the test opens it, waits for the kernel to be idle (without that, about half the runs
-never executed), runs all cells from the Run menu, and checks what the student sees:
+fresh workspace with ``qkv workspace``) but with its own empty settings and runtime folders. It opens a blank
+lab (``labs/<id>/<id>.ipynb``; by default the book's first lab with a slider, ``QKV_JUPYTERLAB_LABS=all`` for
+every lab), waits for the kernel to be idle, runs all cells from the Run menu, and checks what the student sees:
 
 - every cell tagged ``raises-exception`` shows a ``NotImplementedError``, and each unfinished function's name is
   in one of those tracebacks, so the student knows which exercise to do;
@@ -37,10 +37,29 @@ RUN_TIMEOUT_S = 180  # all cells of one lab; each lab runs in at most 20 s on tw
 
 
 def lab_notebooks() -> list[Path]:
-    return sorted(p for p in REPO.glob("labs/*/*.ipynb") if p.stem == p.parent.name)
+    """Every blank lab, in the order of _toc.yml (labs not in it last, sorted)."""
+    labs = sorted(p for p in REPO.glob("labs/*/*.ipynb") if p.stem == p.parent.name)
+    toc = (REPO / "_toc.yml").read_text(encoding="utf-8")
+    position = {p: toc.find(f"labs/{p.stem}/{p.stem}") for p in labs}
+    return sorted(labs, key=lambda p: (position[p] < 0, position[p], p.stem))
 
 
-LABS = lab_notebooks()
+def labs_to_open(labs: list[Path]) -> list[Path]:
+    """The labs opened in JupyterLab. Each costs a kernel start and a full run (20 to 50 s on two busy cores),
+    so by default one: the first lab of the book that has a slider (every lab's stubs are also checked without
+    a browser by the labs' own tests). QKV_JUPYTERLAB_LABS=all opens every lab; a comma-separated list of ids
+    opens those."""
+    choice = os.environ.get("QKV_JUPYTERLAB_LABS", "").strip()
+    if choice == "all":
+        return labs
+    if choice:
+        wanted = [c.strip() for c in choice.split(",") if c.strip()]
+        unknown = sorted(set(wanted) - {p.stem for p in labs})
+        if unknown:
+            raise ValueError(f"QKV_JUPYTERLAB_LABS names labs that do not exist: {unknown}")
+        return [p for p in labs if p.stem in wanted]
+    with_slider = [p for p in labs if has_slider(p)]
+    return (with_slider or labs)[:1]
 
 
 def load_cells(path: Path) -> list[dict]:
@@ -61,6 +80,10 @@ def has_slider(path: Path) -> bool:
     return any(c["type"] == "code" and SLIDER_SOURCE.search(c["source"]) for c in load_cells(path))
 
 
+ALL_LABS = lab_notebooks()
+LABS = labs_to_open(ALL_LABS)
+
+
 def _write_settings(settings: Path) -> None:
     """Student-neutral JupyterLab settings: every cell kept in the page, no news pop-up, no update check."""
     files = {
@@ -79,7 +102,7 @@ def _write_settings(settings: Path) -> None:
 @pytest.fixture(scope="module")
 def jupyterlab(tmp_path_factory):
     """A JupyterLab 4 server on 127.0.0.1 over a fresh copy of the labs; yields (base URL, token)."""
-    if not LABS:
+    if not ALL_LABS:
         pytest.fail("no lab in labs/<id>/<id>.ipynb: generate them with `qkv labs`", pytrace=False)
     tmp = tmp_path_factory.mktemp("jupyterlab")
     work = tmp / "work"
@@ -176,6 +199,15 @@ def kernel_state(base: str, token: str, path: str) -> tuple[str | None, int]:
     return None, 0
 
 
+def shut_down_sessions(base: str, token: str) -> None:
+    """Stop every kernel the lab started, so the next lab has the CPU to itself."""
+    with urllib.request.urlopen(f"{base}api/sessions?token={token}", timeout=10) as response:
+        sessions = json.loads(response.read())
+    for session in sessions:
+        request = urllib.request.Request(f"{base}api/sessions/{session['id']}?token={token}", method="DELETE")
+        urllib.request.urlopen(request, timeout=30).close()
+
+
 def wait_for_kernel_idle(page, base: str, token: str, path: str, timeout_s: float = 120) -> None:
     """Both sides agree the kernel is ready: the server's session is idle with a live connection, and the
     notebook's execution indicator says idle (the page's own view, which is what Run All waits on)."""
@@ -223,7 +255,7 @@ def final_line(text: str) -> str:
 
 def test_some_lab_has_a_slider():
     """The slider check below needs at least one lab with an ipywidgets slider."""
-    assert any(has_slider(p) for p in LABS), f"no lab has an ipywidgets slider: {[p.name for p in LABS]}"
+    assert any(has_slider(p) for p in ALL_LABS), f"no lab has an ipywidgets slider: {[p.name for p in ALL_LABS]}"
 
 
 @pytest.mark.parametrize("notebook", LABS, ids=[p.stem for p in LABS])
@@ -236,7 +268,8 @@ def test_blank_lab_in_jupyterlab(notebook, jupyterlab, browser_context):
     traffic = watch(page)
     problems: list[str] = []
     try:
-        page.goto(f"{base}lab/tree/{lab}/{lab}.ipynb?token={token}", wait_until="load")
+        # ?reset: a fresh workspace, so the labs opened by earlier tests are not opened again
+        page.goto(f"{base}lab/tree/{lab}/{lab}.ipynb?reset&token={token}", wait_until="load")
         page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell", timeout=90_000)
         path = f"{lab}/{lab}.ipynb"
 
@@ -281,8 +314,11 @@ def test_blank_lab_in_jupyterlab(notebook, jupyterlab, browser_context):
                     .locator(".widget-slider .noUi-handle").first
                 handle.scroll_into_view_if_needed()
                 handle.focus()
+                # Move away from the end the slider starts at (a slider may start at its maximum).
+                now, top = (float(handle.get_attribute(a) or 0) for a in ("aria-valuenow", "aria-valuemax"))
+                key = "ArrowLeft" if now >= top else "ArrowRight"
                 for _ in range(3):
-                    page.keyboard.press("ArrowRight")
+                    page.keyboard.press(key)
                     page.wait_for_timeout(100)
                 after = before
                 deadline = time.monotonic() + 30
@@ -305,5 +341,6 @@ def test_blank_lab_in_jupyterlab(notebook, jupyterlab, browser_context):
         page.screenshot(path=str(shot))
     finally:
         page.close()
+        shut_down_sessions(base, token)
     problems += [p for p in traffic.problems() if not p.startswith("console error")]
     assert not problems, f"{lab} in JupyterLab:\n  " + "\n  ".join(problems)
