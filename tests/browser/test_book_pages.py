@@ -18,7 +18,6 @@ levels) to `<html>/../screenshots/report/`.
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from functools import lru_cache
@@ -28,12 +27,10 @@ from urllib.parse import unquote, urlsplit
 import pytest
 import yaml
 
-from browser_support import REPO, serve_directory, watch
+from browser_support import HTML, REPO, SCREENSHOTS, serve_directory, watch
 
 pytestmark = pytest.mark.browser
 
-HTML = Path(os.environ.get("QKV_BOOK_HTML", REPO / "_build" / "html")).resolve()
-SCREENSHOTS = HTML.parent / "screenshots"
 SOURCE_SUFFIXES = (".ipynb", ".md", ".rst")
 
 # Raw TeX that MathJax should have turned into math; searched in the page's text outside code blocks.
