@@ -38,6 +38,9 @@ PRELOAD = [
     "matplotlib.pyplot", "ipywidgets", "IPython.display", "IPython.core.inputtransformer2", "qkv", "math", "json",
     "re", "random", "time", "warnings", "signal", "glob", "socket", "collections", "itertools", "functools",
     "struct", "base64", "string", "typing", "dataclasses", "copy", "statistics", "fractions", "decimal", "ctypes",
+    # torch imports these lazily: SDPA with an attn_mask (sympy via symbolic_shapes), any optimizer's step
+    # (torch._dynamo); a child that cannot read a private runtime (/root/.pyenv) could not import them itself.
+    "torch.fx.experimental.symbolic_shapes", "torch._dynamo", "torch.optim",
 ]  # fmt: skip
 
 

@@ -1,0 +1,183 @@
+"""Grading spec for the lab ``tiny_transformer``: layer norm, a pre-norm encoder block, the whole model, training.
+
+Four autograded items and one written answer.
+
+* ``layer_norm`` is compared with ``torch.nn.functional.layer_norm`` in float64, including inputs whose
+  variance is comparable to ``eps`` (so ``eps`` outside the square root, or the unbiased variance, shows).
+* ``encoder_block`` and ``tiny_forward`` get weights drawn from the library's own initialisation, with the
+  layer-norm scales and shifts randomised (the defaults 1 and 0 would hide a missing gamma or beta), and are
+  compared with ``qkv.TransformerEncoderLayer`` / ``qkv.TinyTransformer`` loaded with the **same weights**, in
+  float64, with no mask, a causal mask, a padding mask and a local mask. A missing positional encoding, a
+  post-norm block, an ignored or inverted mask and a head split without the transpose all change the values.
+* ``train_reversal`` is graded on what training achieves, in the grader's own run: the sandbox calls the
+  student's function on fresh weights with a seed drawn from the batch seed (80 steps, about a second on one
+  CPU thread) and sends the trained weights back; the grader loads them into the library's model and measures
+  the accuracy on 512 fresh sequences, which must reach ``THRESHOLD``. The solution reaches 1.00 (0.997 or
+  more over the seeds tried). Training inside the grader is cheap enough at this size, so the item checks
+  the real outcome instead of a deterministic forward. The weights' values are compared only by ``check``
+  (the element-wise comparison has ``atol = 1e300``: it only checks shapes and that nothing is NaN or inf).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+import qkv
+from qkv.grading.spec import Case, Item, LabSpec, Manual, randn
+
+FORBID = (
+    "qkv.TransformerEncoderLayer", "qkv.TinyTransformer", "qkv.MultiHeadAttention",
+    "torch.nn.TransformerEncoderLayer", "torch.nn.TransformerEncoder", "torch.nn.Transformer",
+    "torch.nn.MultiheadAttention", "torch.nn.functional.multi_head_attention_forward",
+    "torch.nn.LayerNorm", "torch.nn.functional.layer_norm", "torch.layer_norm", "torch.native_layer_norm",
+)  # fmt: skip
+THRESHOLD = 0.9  # accuracy of the trained model on fresh sequences
+TRAIN = {"vocab_size": 10, "d_model": 32, "num_heads": 2, "num_layers": 1, "d_ff": 64, "seq_len": 8, "steps": 80}
+
+
+def _seed(g: torch.Generator) -> int:
+    return int(torch.randint(0, 2**31 - 1, (1,), generator=g))
+
+
+def _randomise_norms(state: dict, g: torch.Generator) -> dict:
+    """Layer-norm scales near 1 and shifts near 0, but not exactly: a missing gamma or beta then shows."""
+    for name, t in state.items():
+        if "norm" in name:
+            state[name] = t + 0.3 * randn(g, *t.shape)
+    return state
+
+
+def _model_params(g: torch.Generator, vocab_size, d_model, num_heads, num_layers, d_ff, *, norms=True) -> dict:
+    with torch.random.fork_rng():
+        torch.manual_seed(_seed(g))
+        model = qkv.TinyTransformer(vocab_size, d_model, num_heads, num_layers, d_ff, max_len=64)
+    state = {name: t.detach().clone() for name, t in model.state_dict().items()}
+    return _randomise_norms(state, g) if norms else state
+
+
+def _block_params(g: torch.Generator, d_model, num_heads, d_ff) -> dict:
+    with torch.random.fork_rng():
+        torch.manual_seed(_seed(g))
+        layer = qkv.TransformerEncoderLayer(d_model, num_heads, d_ff)
+    return _randomise_norms({name: t.detach().clone() for name, t in layer.state_dict().items()}, g)
+
+
+# --- exercise 1: layer norm --------------------------------------------------------------------------------
+def norm_cases(g: torch.Generator) -> list[Case]:
+    return [
+        Case((randn(g, 4, 8, scale=3.0), randn(g, 8), randn(g, 8)), label="4 tokens of width 8"),
+        Case((randn(g, 2, 5, 16) + 4.0, randn(g, 16), randn(g, 16)), label="a batch (2, 5, 16) with a nonzero mean"),
+        Case((randn(g, 3, 16, scale=0.01), randn(g, 16), randn(g, 16)), label="a variance close to eps"),
+        Case((randn(g, 6, 5), randn(g, 5), randn(g, 5)), {"eps": 0.1}, label="eps = 0.1"),
+    ]
+
+
+def norm_reference(x, gamma, beta, eps=1e-5):
+    return F.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
+
+
+# --- exercise 2: the encoder block -------------------------------------------------------------------------
+def block_cases(g: torch.Generator) -> list[Case]:
+    return [
+        Case((randn(g, 3, 5, 16), _block_params(g, 16, 2, 32), 2, None), label="B = 3, L = 5, d_model = 16, 2 heads, no mask"),
+        Case((randn(g, 2, 7, 24), _block_params(g, 24, 3, 40), 3, qkv.causal_mask(7)), label="3 heads, a causal mask"),
+        Case((randn(g, 3, 6, 16), _block_params(g, 16, 4, 24), 4, qkv.padding_mask([6, 4, 2])),
+             label="4 heads, a padding mask (B, 1, 1, L)"),
+        Case((randn(g, 2, 8, 12, scale=2.0), _block_params(g, 12, 2, 20), 2, qkv.local_mask(8, 2)),
+             label="a local mask, larger inputs"),
+    ]  # fmt: skip
+
+
+def block_reference(x, p, num_heads, mask=None):
+    d_model, d_ff = x.shape[-1], p["linear1.weight"].shape[0]
+    layer = qkv.TransformerEncoderLayer(d_model, num_heads, d_ff, impl="explicit").double()
+    layer.load_state_dict(p)
+    with torch.no_grad():
+        return layer(x, mask=mask)[0]  # (B, L, d_model)
+
+
+# --- exercise 3: the whole model ---------------------------------------------------------------------------
+def forward_cases(g: torch.Generator) -> list[Case]:
+    def tokens(V, B, L):
+        return torch.randint(V, (B, L), generator=g)
+
+    return [
+        Case((tokens(7, 4, 6), _model_params(g, 7, 16, 2, 2, 32), 2, None), label="2 blocks, V = 7, L = 6, no mask"),
+        Case((tokens(5, 2, 9), _model_params(g, 5, 24, 3, 3, 16), 3, qkv.causal_mask(9)), label="3 blocks, a causal mask"),
+        Case((tokens(9, 3, 5), _model_params(g, 9, 16, 2, 1, 32), 2, qkv.padding_mask([5, 3, 1])),
+             label="1 block, a padding mask"),
+    ]  # fmt: skip
+
+
+def forward_reference(tokens, p, num_heads, mask=None):
+    V, d_model = p["embed.weight"].shape
+    num_layers = len({name.split(".")[1] for name in p if name.startswith("layers.")})
+    d_ff = p["layers.0.linear1.weight"].shape[0]
+    model = qkv.TinyTransformer(V, d_model, num_heads, num_layers, d_ff, max_len=64, impl="explicit").double()
+    model.load_state_dict(p)
+    with torch.no_grad():
+        return model(tokens, mask=mask)  # (B, L, V)
+
+
+# --- exercise 4: training ----------------------------------------------------------------------------------
+def train_cases(g: torch.Generator) -> list[Case]:
+    c = TRAIN
+    p = _model_params(g, c["vocab_size"], c["d_model"], c["num_heads"], c["num_layers"], c["d_ff"], norms=False)
+    return [Case((p, c["num_heads"], c["seq_len"], c["steps"]), {"seed": _seed(g)},
+                 label=f"{c['steps']} steps on reversal of length {c['seq_len']} from fresh weights, then a test on 512 new sequences")]  # fmt: skip
+
+
+def train_and_return(train_reversal, p, num_heads, seq_len, steps, seed):
+    """Runs in the sandbox: train a copy of p with the student's function; send back the losses and the weights."""
+    import torch
+
+    torch.set_num_threads(1)  # tiny tensors: one thread is fastest, and jobs run side by side
+    p = {name: t.clone() for name, t in p.items()}
+    losses = train_reversal(p, num_heads, seq_len, steps, seed=seed)
+    names = sorted(p)
+    weights = [p[name].detach().clone() for name in names]
+    return [torch.tensor(list(losses), dtype=torch.float64)] + [weights[i : i + 8] for i in range(0, len(weights), 8)]
+
+
+def train_reference(p, num_heads, seq_len, steps, seed):
+    names = sorted(p)
+    weights = [p[name] for name in names]  # only the shapes matter here (atol = 1e300); `check` grades the result
+    return [torch.zeros(steps, dtype=torch.float64)] + [weights[i : i + 8] for i in range(0, len(weights), 8)]
+
+
+def train_check(case: Case, got, expected) -> str | None:
+    """In the grader: load the trained weights into the library's model and measure the accuracy."""
+    p, num_heads, seq_len, steps = case.args
+    names = sorted(p)
+    flat = [leaf for group in got[1:] for leaf in group]
+    state = {name: torch.from_numpy(a.copy()) for name, a in zip(names, flat)}
+    V, d_model = p["embed.weight"].shape
+    num_layers = len({name.split(".")[1] for name in p if name.startswith("layers.")})
+    d_ff = p["layers.0.linear1.weight"].shape[0]
+    model = qkv.TinyTransformer(V, d_model, num_heads, num_layers, d_ff, max_len=64).double()
+    model.load_state_dict(state)
+    x, y = qkv.reversal_batch(512, seq_len, V, generator=torch.Generator().manual_seed(case.kwargs["seed"] + 1))
+    accuracy = model.accuracy(x, y)
+    if not math.isfinite(accuracy) or accuracy < THRESHOLD:
+        return f"after training, the model reverses {accuracy:.0%} of the tokens of new sequences correctly; it needs {THRESHOLD:.0%}"
+    return None
+
+
+SPEC = LabSpec(
+    lab="tiny_transformer",
+    items=(
+        Item("test_layer_norm", 2, "layer_norm", norm_cases, norm_reference, forbid=FORBID,
+             describe="normalise the last axis with the biased variance and eps inside the square root, then gamma and beta"),
+        Item("test_encoder_block", 4, "encoder_block", block_cases, block_reference, atol=1e-4, forbid=FORBID,
+             describe="x + MHA(LN1(x)), then x + FFN(LN2(x)), with the mask applied in every head"),
+        Item("test_tiny_forward", 3, "tiny_forward", forward_cases, forward_reference, atol=1e-4, forbid=FORBID,
+             describe="embeddings plus the positional encoding, the blocks (with the mask), the final layer norm and the head"),
+        Item("test_train_reversal", 3, "train_reversal", train_cases, train_reference, atol=1e300, forbid=FORBID,
+             call=train_and_return, check=train_check,
+             describe=f"the trained model reverses at least {THRESHOLD:.0%} of the tokens of new sequences"),
+        Manual("written_positions", 3, title="Why reversal needs positions, and no causal mask"),
+    ),
+)  # fmt: skip
