@@ -100,6 +100,8 @@ def _free_names(stmt: ast.stmt) -> set[str]:
             for inner in ast.walk(sub):
                 if isinstance(inner, ast.Name) and isinstance(inner.ctx, ast.Store):
                     local.add(inner.id)
+                elif inner is not sub and isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    local.add(inner.name)  # a nested def is local; its body is scanned as part of this statement
         elif isinstance(sub, ast.comprehension):
             local |= {n.id for n in ast.walk(sub.target) if isinstance(n, ast.Name)}
     loads = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
