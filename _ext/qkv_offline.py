@@ -17,6 +17,9 @@ Registered in _config.yml under `sphinx.local_extensions`. It does three small t
    Jupyter Book would add every ``.js`` and ``.css`` under every static path to every page, hundreds of MathJax
    components included; such entries are removed again.
 3. **A clear error when the assets are missing**, instead of a book that silently needs the internet.
+4. **MathJax on every page.** Sphinx loads MathJax only on pages that contain math, but the navigation sidebar of
+   every page shows every page's title, and a title may hold math (``why divide by $\sqrt{d_k}$?``); on a page
+   without math of its own that title stayed raw TeX. The local copy costs no network, so load it everywhere.
 """
 
 from __future__ import annotations
@@ -92,6 +95,7 @@ def dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict,
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.set_html_assets_policy("always")  # MathJax on every page (item 4 above)
     app.connect("config-inited", drop_auto_added_assets, priority=900)
     app.connect("builder-inited", check_assets)
     # Late, after the extensions that add per-page scripts (MathJax, myst-nb's widget scripts) have run.

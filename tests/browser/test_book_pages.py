@@ -119,8 +119,10 @@ async () => {
   out.mathErrors = Array.from(document.querySelectorAll("mjx-merror")).map(
     (e) => e.getAttribute("data-mjx-error") || e.textContent.slice(0, 80));
   const clone = document.body.cloneNode(true);
-  clone.querySelectorAll("pre, code, script, style, noscript, textarea, template, mjx-container, .highlight, svg").forEach((e) => e.remove());
+  // The print-only header repeats the page title, which is checked on its own below.
+  clone.querySelectorAll("pre, code, script, style, noscript, textarea, template, mjx-container, .highlight, svg, #jb-print-docs-body > h1").forEach((e) => e.remove());
   out.text = clone.textContent;
+  out.title = document.title;
 
   // Widgets: every saved view rendered into a widget.
   out.widgetState = !!document.querySelector('script[type="application/vnd.jupyter.widget-state+json"]');
@@ -154,7 +156,7 @@ async () => {
 
 
 @pytest.fixture(scope="module")
-def book_url(browser_context):
+def book_url():
     """The book's HTML, built by `make book`, served on 127.0.0.1. Never built here."""
     if not (HTML / "index.html").is_file():
         pytest.fail(
@@ -207,6 +209,11 @@ def check_loaded_page(page, traffic, name: str, base: str | None) -> tuple[list[
         for match in list(pattern.finditer(info["text"]))[:3]:
             context = info["text"][max(0, match.start() - 40): match.end() + 40].replace("\n", " ")
             problems.append(f"raw TeX in the text ({what}): ...{context}...")
+    for pattern, what in RAW_TEX:
+        if pattern.search(info["title"]):
+            problems.append(f"raw TeX in the page title (browser tab, bookmarks, print header; write the heading's "
+                            f"math in words): {info['title']!r}")
+            break
     for image in info["images"]:
         if not image["loaded"]:
             problems.append(f"image did not load: {image['src']}")
@@ -273,8 +280,7 @@ def test_toc_lists_pages():
     assert not missing, f"_toc.yml lists pages with no source file: {missing}"
 
 
-@pytest.mark.parametrize("name", PAGES)
-def test_page(name, book_url, browser_context):
+def check_page(name, book_url, browser_context):
     html_file = HTML / f"{name}.html"
     assert html_file.is_file(), f"{name} is in _toc.yml but {html_file} was not built"
     started = time.perf_counter()
@@ -306,6 +312,20 @@ def test_page(name, book_url, browser_context):
     assert not problems, f"{name}.html:\n  " + "\n  ".join(problems)
 
 
+# pytest-xdist's --dist loadscope sends a module's functions to one worker but each class to a worker of its own:
+# two classes, each with every other page, let both workers share the pages (each then starts its own browser).
+class TestPagesEven:
+    @pytest.mark.parametrize("name", PAGES[0::2])
+    def test_page(self, name, book_url, browser_context):
+        check_page(name, book_url, browser_context)
+
+
+class TestPagesOdd:
+    @pytest.mark.parametrize("name", PAGES[1::2])
+    def test_page(self, name, book_url, browser_context):
+        check_page(name, book_url, browser_context)
+
+
 def test_index_redirects_to_the_first_page(book_url, browser_context):
     page = browser_context.new_page()
     traffic = watch(page)
@@ -328,7 +348,7 @@ def _first_page_with(marker: str) -> str | None:
 @pytest.mark.parametrize("kind, marker", [
     ("math", 'class="math'),
     ("widgets", "application/vnd.jupyter.widget-state+json"),
-])
+], ids=["math", "widgets"])
 def test_opened_from_disk(kind, marker, book_url, browser_context):
     """The HTML folder copied or unzipped anywhere and opened as files: math and widgets still work."""
     name = _first_page_with(marker)
