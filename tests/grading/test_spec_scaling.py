@@ -1,5 +1,5 @@
 """The scaling spec catches the classic bugs (each planted in the solution loses points) and keeps full marks for
-correct alternatives (mean of squares, float64 inside, autograd Jacobians, loops)."""
+correct alternatives (mean of squares, float64 inside, autograd and torch.func Jacobians, the global seed)."""
 
 from __future__ import annotations
 
@@ -167,6 +167,16 @@ ALTERNATIVES = {
                     rows.append({**{f"{n}_scaled": v for n, v in saturation_stats(q, k, True).items()},
                                  **{f"{n}_unscaled": v for n, v in saturation_stats(q, k, False).items()}})
                 return {n: torch.tensor([r[n] for r in rows]) for n in rows[0]}
+            """,
+    },
+    "Jacobians with torch.func (vmap of jacrev)": {
+        "saturation_stats": """
+            def saturation_stats(q, k, scale=True):
+                s = (q @ k.T) / (q.shape[1] ** 0.5 if scale else 1.0)
+                w = s.softmax(dim=1)
+                jac = torch.func.vmap(torch.func.jacrev(lambda t: t.softmax(0)))(s)  # (N, S, S)
+                return {"max_weight": float(w.amax(1).median()), "entropy": float(-torch.special.xlogy(w, w).sum(1).median()),
+                        "grad_norm": float(jac.flatten(1).norm(dim=1).median())}
             """,
     },
 }
