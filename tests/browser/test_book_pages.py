@@ -12,7 +12,7 @@ contents. The book is not built here: `make test` builds it once (`make book`) a
 
 A full-page screenshot of each page, light and dark theme, goes to `<html>/../screenshots/{light,dark}/`
 (`_build/screenshots/`), and a JSON summary with advisory findings (images without alt text, skipped heading
-levels) to `<html>/../screenshots/report/`.
+levels, code blocks that scroll sideways) to `<html>/../screenshots/report/`.
 """
 
 from __future__ import annotations
@@ -150,6 +150,9 @@ async () => {
   const article = document.querySelector("article, main") || document.body;
   out.headings = Array.from(article.querySelectorAll("h1, h2, h3, h4, h5, h6")).map((h) => [Number(h.tagName[1]), h.textContent.replace(/[#¶]/g, "").trim().slice(0, 60)]);
   await document.fonts.ready;
+  out.wideCode = Array.from(document.querySelectorAll("div.highlight pre, .cell_output pre"))
+    .filter((p) => p.scrollWidth > p.clientWidth + 1 && p.offsetParent !== null)
+    .map((p) => p.textContent.split("\n").reduce((a, b) => (b.length > a.length ? b : a), "").trim().slice(0, 60));
   return out;
 }
 """
@@ -239,7 +242,7 @@ def check_loaded_page(page, traffic, name: str, base: str | None) -> tuple[list[
 
 
 def advisories(info: dict) -> dict:
-    """Things a reader would notice that are not hard failures: alt text, heading order."""
+    """Things a reader would notice that are not hard failures: alt text, heading order, code wider than the page."""
     def short(src: str) -> str:
         return src.split(";", 1)[0] + " (inline)" if src.startswith("data:") else src.rsplit("/", 1)[-1]
 
@@ -254,7 +257,7 @@ def advisories(info: dict) -> dict:
         if previous is not None and level > previous + 1:
             skips.append(f"h{previous} -> h{level} ({text})")
         previous = level
-    return {"images_without_alt_text": no_alt, "heading_level_skips": skips}
+    return {"images_without_alt_text": no_alt, "heading_level_skips": skips, "code_scrolling_sideways": info["wideCode"]}
 
 
 def screenshot_path(mode: str, name: str) -> Path:
