@@ -73,6 +73,12 @@ def is_local(url: str) -> bool:
     return parts.hostname in LOCAL_HOSTS
 
 
+def browser_own(url: str) -> bool:
+    """Requests the browser makes by itself, not the page: /favicon.ico when a page names no icon."""
+    parts = urlsplit(url)
+    return parts.hostname in LOCAL_HOSTS and parts.path == "/favicon.ico"
+
+
 def watch(page) -> Traffic:
     """Record everything on `page` that the tests treat as an error."""
     traffic = Traffic()
@@ -82,15 +88,15 @@ def watch(page) -> Traffic:
             traffic.outside.append(request.url)
 
     def on_failed(request):
-        if is_local(request.url):  # the outside ones are already listed
+        if is_local(request.url) and not browser_own(request.url):  # the outside ones are already listed
             traffic.failed.append(f"{request.url} ({request.failure})")
 
     def on_response(response):
-        if response.status >= 400:
+        if response.status >= 400 and not browser_own(response.url):
             traffic.http_errors.append(f"{response.status} {response.url}")
 
     def on_console(message):
-        if message.type == "error":
+        if message.type == "error" and not browser_own((message.location or {}).get("url", "")):
             location = message.location or {}
             traffic.console_errors.append(f"{message.text} [{location.get('url', '')}:{location.get('lineNumber', '')}]")
 
