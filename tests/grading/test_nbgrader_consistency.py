@@ -1,7 +1,8 @@
 """Real client: nbgrader's own `nbgrader autograde` and `qkv grade` agree on honest submissions.
 
-For every lab that has a grading spec, the solution (every autograded point) and the blank lab (zero) are
-graded by both, and the totals compared. nbgrader runs in a throwaway course folder with its own gradebook.
+For every lab that has a grading spec, a solution and a generated lab, the solution (every autograded point)
+and the blank lab (zero) are graded by both, and the totals compared. nbgrader runs in one throwaway course
+folder per lab (its own gradebook), two labs at a time; our side grades every lab with one sandboxed worker.
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ import os
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from qkv.grading.spec import load_spec
-from qkv.grading.testing import COURSE, grade_notebooks
+from qkv.grading.testing import COURSE, grade_across_labs
 
 SPECS = Path(COURSE) / "src" / "qkv" / "grading" / "specs"
 LABS = sorted(
@@ -21,6 +23,7 @@ LABS = sorted(
     if p.stem != "__init__" and (COURSE / "solutions" / p.stem / f"{p.stem}.ipynb").is_file()
     and (COURSE / "labs" / p.stem / f"{p.stem}.ipynb").is_file()
 )  # fmt: skip
+STUDENTS = {"solution": "solutions", "blank": "labs"}
 
 
 def _nbgrader(course: Path, *args: str) -> str:
@@ -31,42 +34,43 @@ def _nbgrader(course: Path, *args: str) -> str:
     return done.stdout + done.stderr
 
 
-def nbgrader_scores(tmp: Path) -> dict[tuple[str, str], tuple[float, float]]:
-    """(lab, student) -> (autograded score, autograded maximum) from nbgrader's gradebook."""
-    course = tmp / "nbgrader-course"
-    for lab in LABS:
-        (course / "source" / lab).mkdir(parents=True)
-        shutil.copy(COURSE / "solutions" / lab / f"{lab}.ipynb", course / "source" / lab)
-        for student, folder in (("solution", "solutions"), ("blank", "labs")):
-            dest = course / "submitted" / student / lab
-            dest.mkdir(parents=True, exist_ok=True)
-            shutil.copy(COURSE / folder / lab / f"{lab}.ipynb", dest)
-    for lab in LABS:
-        _nbgrader(course, "db", "assignment", "add", lab)
-        _nbgrader(course, "generate_assignment", lab, "--force")
-        log = _nbgrader(course, "autograde", lab, "--force")
-        assert "[ERROR]" not in log, log[-3000:]
+def nbgrader_scores(lab: str, tmp: Path) -> dict[str, tuple[float, float]]:
+    """student -> (autograded score, autograded maximum) from nbgrader's gradebook for one lab."""
+    course = tmp / f"nbgrader-{lab}"
+    (course / "source" / lab).mkdir(parents=True)
+    shutil.copy(COURSE / "solutions" / lab / f"{lab}.ipynb", course / "source" / lab)
+    for student, folder in STUDENTS.items():
+        dest = course / "submitted" / student / lab
+        dest.mkdir(parents=True)
+        shutil.copy(COURSE / folder / lab / f"{lab}.ipynb", dest)
+    _nbgrader(course, "db", "assignment", "add", lab)
+    _nbgrader(course, "generate_assignment", lab, "--force")
+    log = _nbgrader(course, "autograde", lab, "--force")
+    assert "[ERROR]" not in log, log[-3000:]
     from nbgrader.api import Gradebook
 
-    scores = {}
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        for lab in LABS:
-            for student in ("solution", "blank"):
-                sub = gb.find_submission(lab, student)
-                scores[(lab, student)] = (float(sub.code_score), float(sub.max_code_score))
-    return scores
+        return {s: (float(gb.find_submission(lab, s).code_score), float(gb.find_submission(lab, s).max_code_score))
+                for s in STUDENTS}  # fmt: skip
 
 
 def test_qkv_grade_agrees_with_nbgrader_autograde(tmp_path):
     assert "soft_lookup" in LABS
-    theirs = nbgrader_scores(tmp_path)
+    with ThreadPoolExecutor(2) as pool:
+        theirs_future = {lab: pool.submit(nbgrader_scores, lab, tmp_path) for lab in LABS}
+        ours = grade_across_labs(
+            [(lab, s, (COURSE / folder / lab / f"{lab}.ipynb").read_bytes()) for lab in LABS for s, folder in STUDENTS.items()],
+            tmp_path / "qkv",
+        )  # fmt: skip
+        theirs = {lab: f.result() for lab, f in theirs_future.items()}
+    problems = []
     for lab in LABS:
-        solution = (COURSE / "solutions" / lab / f"{lab}.ipynb").read_bytes()
-        blank = (COURSE / "labs" / lab / f"{lab}.ipynb").read_bytes()
-        ours = grade_notebooks(lab, {"solution": solution, "blank": blank}, tmp_path / lab, jobs=1)
         max_auto = load_spec(lab).max_auto
         for student, expected in (("solution", max_auto), ("blank", 0.0)):
-            total = sum(i["points"] for i in ours[student]["items"].values())
-            assert ours[student]["status"] == "graded", (lab, student, ours[student])
-            assert theirs[(lab, student)] == (expected, max_auto), (lab, student, theirs[(lab, student)])
-            assert total == expected, (lab, student, ours[student]["items"])
+            res = ours[(lab, student)]
+            total = sum(i["points"] for i in res["items"].values())
+            if res["status"] != "graded" or total != expected:
+                problems.append(f"qkv grade {lab}/{student}: {res['status']} {total} (expected {expected}): {res['items']}")
+            if theirs[lab][student] != (expected, max_auto):
+                problems.append(f"nbgrader {lab}/{student}: {theirs[lab][student]} (expected {(expected, max_auto)})")
+    assert not problems, "\n".join(problems)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .grader import run_batch
 
-__all__ = ["solution_notebook", "with_function", "with_replaced", "grade_notebooks", "check_spec", "COURSE"]
+__all__ = ["solution_notebook", "with_function", "with_replaced", "grade_notebooks", "grade_across_labs", "check_spec", "COURSE"]
 
 COURSE = Path(__file__).resolve().parents[3]  # the repository root (src/qkv/grading -> ../../..)
 
@@ -80,6 +80,34 @@ def grade_notebooks(lab: str, notebooks: dict[str, dict | str | bytes], tmp_path
     results = run_batch(lab, subs, Path(tmp_path) / "out", course=course, jobs=jobs, timeout=timeout,
                         memory=memory, seed=seed, use_sandbox=use_sandbox, log=lambda *a, **k: None)  # fmt: skip
     return {r["student"]: r for r in results}
+
+
+def grade_across_labs(notebooks: list[tuple[str, str, bytes]], tmp_path: Path, *, course: Path = COURSE,
+                      seed: int = 1234, timeout: float = 120, memory: int = 2048) -> dict[tuple[str, str], dict]:  # fmt: skip
+    """Grade ``(lab, student, notebook bytes)`` triples of several labs with ONE sandboxed worker (it is
+    lab-agnostic: a job carries its cells and cases), so a test over every lab starts one worker, not one per lab."""
+    from . import sandbox
+    from .grader import Entry, grade_entry, load_lab, prepare
+
+    tmp_path = Path(tmp_path)
+    lib = sandbox.make_lib(Path(__file__).resolve().parent.parent, tmp_path / "sandbox-lib")
+    worker = sandbox.Worker(0, lib, sandbox=True, log=tmp_path / "worker.log")
+    labs: dict[str, tuple] = {}
+    results = {}
+    try:
+        for lab, student, data in notebooks:
+            if lab not in labs:
+                info = load_lab(lab, course)
+                labs[lab] = (info, prepare(info, seed))
+            info, prepared = labs[lab]
+            path = tmp_path / "submissions" / lab / f"{student}.ipynb"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+            results[(lab, student)] = grade_entry(Entry(student, path), info, prepared, worker,
+                                                  {"timeout": timeout, "memory": memory})  # fmt: skip
+    finally:
+        worker.stop()
+    return results
 
 
 def points(result: dict) -> dict[str, float]:
