@@ -167,12 +167,19 @@ def scaled_dot_product_attention(
         out = weights @ v  # (..., L, d_v)
         return (out, weights) if return_weights else out
 
+    batch, d_v = q.shape[:-2], v.shape[-1]
+    if q.dim() != 4:  # PyTorch's fast CPU kernels take (B, H, L, d) only: fold the batch dims into B
+        q, k, v = (t.reshape(-1, 1, *t.shape[-2:]) for t in (q, k, v))  # (B*, 1, L or S, d)
+        if mask is not None and mask.dim() > 2:
+            mask = mask.expand(*batch, *mask.shape[-2:]).reshape(-1, 1, *mask.shape[-2:])
     if mask is None:
-        return F.scaled_dot_product_attention(q, k, v, scale=scale)
-    # The kernel gives NaN for a query with no allowed key: let such rows see every key, then zero them.
-    has_key = mask.any(dim=-1, keepdim=True)  # (..., L, 1)
-    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | ~has_key, scale=scale)
-    return out.masked_fill(~has_key, 0.0)
+        out = F.scaled_dot_product_attention(q, k, v, scale=scale)
+    else:
+        # The kernel gives NaN for a query with no allowed key: let such rows see every key, then zero them.
+        has_key = mask.any(dim=-1, keepdim=True)  # (..., L, 1)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | ~has_key, scale=scale)
+        out = out.masked_fill(~has_key, 0.0)
+    return out.reshape(*batch, L, d_v)  # (..., L, d_v)
 
 
 def column_attention(
