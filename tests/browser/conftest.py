@@ -29,7 +29,7 @@ def browser_context(tmp_path_factory):
             service_workers="block",
         )
         context.route("**/*", refuse_outside)
-        context.set_default_timeout(30_000)
+        context.set_default_timeout(60_000)
         try:
             yield context
         finally:
