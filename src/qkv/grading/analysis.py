@@ -17,6 +17,7 @@ can never add any.
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 
 # Anywhere in a submission: ways to define or rebind code the grader cannot read, or to reach into the runtime.
@@ -38,6 +39,12 @@ class Finding:
     forbidden: list[str] = field(default_factory=list)  # forbidden callables used
     hatches: list[str] = field(default_factory=list)  # escape hatches in the graded code or anywhere
     missing: bool = False  # no top-level definition found
+
+
+@functools.lru_cache(maxsize=16)
+def _parse_cached(cells: tuple[str, ...]) -> tuple[ast.Module, ...]:
+    """One parse per submission, however many items ask (trees are only read, never changed)."""
+    return tuple(_parse_cells(list(cells)))
 
 
 def _parse_cells(cells: list[str]) -> list[ast.Module]:
@@ -130,8 +137,8 @@ def analyse(cells: list[str], function: str, forbid: tuple[str, ...] | list[str]
 
     ``trusted``: sources of the lab's own locked cells (stripped), left out of the notebook-wide scan.
     """
-    trees = _parse_cells(cells)
-    untrusted = _parse_cells([c for c in cells if c.strip() not in trusted])
+    trees = _parse_cached(tuple(cells))
+    untrusted = _parse_cached(tuple(c for c in cells if c.strip() not in trusted))
     top: dict[str, list[ast.stmt]] = {}
     for tree in trees:
         for stmt in tree.body:
