@@ -7,7 +7,7 @@ import torch
 import torch.nn.functional as F
 
 import qkv
-from conftest import TOL
+from tolerances import TOL
 
 SHAPES = [  # (batch dims, L, S, d_k, d_v)
     ((), 5, 5, 8, 8),

@@ -5,7 +5,7 @@ import torch
 import torch.nn.functional as F
 
 import qkv
-from conftest import TOL
+from tolerances import TOL
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 import qkv
-from conftest import TOL
+from tolerances import TOL
 
 CASES = [  # (B, L, S, d_model, H)
     (1, 5, 5, 8, 1),
