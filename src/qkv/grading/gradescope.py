@@ -19,6 +19,7 @@ import os
 import re
 import stat
 import sys
+import textwrap
 import zipfile
 from pathlib import Path
 
@@ -71,7 +72,7 @@ Upload this zip as the assignment's autograder ("Zip file upload"), base image U
 the pinned packages need Python 3.11+). Students submit their notebook {lab}.ipynb (any name works when it
 is the only notebook).
 
-Container size: {size}
+{size}
 Limits per submission (passed to the grader): {timeout:g} s wall clock, {memory} MB of memory for the
 submission's own code; a submission over them gets 0 on the items it did not finish and a status saying
 why, instead of Gradescope killing the whole run. Rebuild with `qkv gradescope-bundle {lab} --timeout S
@@ -173,7 +174,8 @@ def build_bundle(lab: str, course: Path, out: Path, *, timeout: float = 300, mem
         _add(zf, "setup.sh", SETUP, executable=True)
         _add(zf, "run_autograder", RUN.format(lab=lab, timeout=timeout, memory=memory), executable=True)
         _add(zf, "requirements.txt", "\n".join(_pins(course)) + "\n")
-        guide = GUIDE.format(lab=lab, size=container_advice(lab, course, memory), timeout=timeout, memory=memory)
+        size = textwrap.fill(container_advice(lab, course, memory), 110, initial_indent="Container size: ")
+        guide = GUIDE.format(lab=lab, size=size, timeout=timeout, memory=memory)
         _add(zf, "README.txt", guide)
         _add(zf, f"solutions/{lab}/{lab}.ipynb", info.solution.read_bytes())
         for name in ("pyproject.toml", "README.md", "LICENSE"):
