@@ -68,6 +68,7 @@ def test_hub_requirements_are_the_lock_pins():
     for source in re.findall(r"^COPY (?:--\S+ )*(.+) \S+$", dockerfile, re.M):
         for path in source.split():
             assert (REPO / path).exists(), f"hub/Dockerfile copies {path}, which does not exist"
+    assert "-name '*.py' ! -name __init__.py -delete" in dockerfile  # no grading spec in the students' image
     assert "JUPYTER_CONFIG_PATH=/etc/jupyter/qkv-student" in dockerfile and "COPY hub/jupyter /etc/jupyter/qkv-student" in dockerfile
 
 
