@@ -1,5 +1,7 @@
 """The ``qkv`` command: ``qkv labs`` regenerates or checks the labs; ``qkv workspace`` copies them for a student;
-``qkv grade`` grades submissions in a sandbox; ``qkv gradescope-bundle`` builds a Gradescope autograder."""
+``qkv student-dist`` writes what students may see (for a JupyterHub with nbgitpuller); ``qkv course init`` adds
+the labs to an nbgrader course; ``qkv grade`` grades submissions in a sandbox; ``qkv gradescope-bundle`` builds
+a Gradescope autograder."""
 
 from __future__ import annotations
 
@@ -24,8 +26,72 @@ def _labs(args: argparse.Namespace) -> int:
 
 
 def _workspace(args: argparse.Namespace) -> int:
-    copied = labs.copy_workspace(args.course, args.dest)
-    print(f"{len(copied)} new file(s) in {args.dest}; existing copies were left untouched")
+    try:
+        done = labs.copy_workspace(args.course, args.dest, update=args.update)
+    except (ValueError, FileExistsError) as err:
+        print(f"qkv workspace: error: {err}", file=sys.stderr)
+        return 2
+    print(f"{len(done.copied)} new file(s) in {args.dest}; existing copies were left untouched")
+    for path in done.written:
+        print(f"the lab's new version is in {path}, next to your copy (which is unchanged): move your answers over")
+    for lab, paths in done.updated.items():
+        print(f"NOTICE: the lab {lab} was updated in the course since you copied it. Your copy "
+              f"{', '.join(map(str, paths))} is untouched. To get the new version next to it "
+              f"({labs.new_name(paths[0]).name}), run:\n    {_self()} workspace {args.dest} --update {lab}")  # fmt: skip
+    return 0
+
+
+def _self() -> str:
+    """How to call this same ``qkv`` again: ``python -m qkv.cli`` with this interpreter (short when under the cwd)."""
+    exe = Path(sys.executable)
+    try:
+        exe = exe.relative_to(Path.cwd())
+    except ValueError:
+        pass
+    return f"{exe} -m qkv.cli"
+
+
+def _student_dist(args: argparse.Namespace) -> int:
+    from .course import student_dist
+
+    try:
+        files = student_dist(args.course, args.dest, branch=args.branch)
+    except FileExistsError as err:
+        print(f"qkv student-dist: error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {len(files)} files into {args.dest} (labs, chapters, README.md, requirements.txt; no solutions). "
+          f"Commit them on the branch {args.branch!r} and push it for nbgitpuller.")  # fmt: skip
+    return 0
+
+
+def _ask(question: str) -> bool:
+    if not sys.stdin.isatty():
+        return False
+    return input(f"{question} [y/N] ").strip().lower() in ("y", "yes")
+
+
+def _course_init(args: argparse.Namespace) -> int:
+    from .course import course_init
+
+    try:
+        done = course_init(args.course, args.dir, args.labs or None, yes=args.yes, ask=_ask)
+    except (FileNotFoundError, ValueError) as err:
+        print(f"qkv course init: error: {err}", file=sys.stderr)
+        return 2
+    for what, labs_ in (("copied into the course", done.copied), ("already there, unchanged", done.current)):
+        if labs_:
+            print(f"{what}: {', '.join(labs_)}")
+    if done.settings:
+        print(f"nbgrader_config.py: wrote {len(done.settings)} setting(s) in the qkv block: " + "; ".join(done.settings))
+    if done.kept:
+        print(f"left as they were (they differ from the qkv solutions; --yes replaces them): {', '.join(done.kept)}",
+              file=sys.stderr)  # fmt: skip
+    if done.declined:
+        print("not written to nbgrader_config.py (--yes writes them); without them the releases differ from labs/: "
+              + "; ".join(done.declined), file=sys.stderr)  # fmt: skip
+    if done.kept or done.declined:
+        return 1
+    print(f"release a lab with: cd {args.dir} && nbgrader generate_assignment LAB")
     return 0
 
 
@@ -41,8 +107,25 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("workspace", help="copy the labs into a folder of your own, never overwriting your work")
     p.add_argument("dest", type=Path, help="where your copies go, e.g. work/")
+    p.add_argument("--update", nargs="+", metavar="LAB", default=[],
+                   help="write the course's newer version of these labs next to your copy as <lab>.new.ipynb")  # fmt: skip
     p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
     p.set_defaults(func=_workspace)
+
+    p = sub.add_parser("student-dist", help="write what students may see (labs, chapters; no solutions) into a folder, for nbgitpuller")
+    p.add_argument("dest", type=Path, help="an empty folder, or one written by student-dist before (its .git is kept)")
+    p.add_argument("--branch", default="student", help="the branch you will push it as, named in its README (default: student)")
+    p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
+    p.set_defaults(func=_student_dist)
+
+    p = sub.add_parser("course", help="an nbgrader course: `qkv course init DIR` adds the labs to it")
+    course_sub = p.add_subparsers(dest="action", required=True)
+    p = course_sub.add_parser("init", help="copy the labs' sources into an existing nbgrader course and set what nbgrader needs")
+    p.add_argument("dir", type=Path, help="the nbgrader course's root (holds nbgrader_config.py)")
+    p.add_argument("labs", nargs="*", help="lab ids (default: every lab)")
+    p.add_argument("--yes", action="store_true", help="replace differing lab sources and write the settings without asking")
+    p.add_argument("--course", type=Path, default=Path.cwd(), help="the qkv course root (default: current folder)")
+    p.set_defaults(func=_course_init)
 
     from .grading.command import add_parsers  # `qkv grade` and `qkv gradescope-bundle`
 

@@ -2,19 +2,23 @@
 
 ``solutions/<id>/<id>.ipynb`` (nbgrader's source layout) -> ``labs/<id>/<id>.ipynb`` (its release
 layout), with ``nbgrader generate_assignment --no-db --force``. ``check`` regenerates into a
-temporary copy and compares bytes with the committed labs.
+temporary copy and compares bytes with the committed labs. ``copy_workspace`` gives a student a copy
+of each lab, never overwritten, and reports the labs changed in the course since they were copied.
 """
 
 from __future__ import annotations
 
 import filecmp
+import hashlib
+import json
 import shutil
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["lab_ids", "generate", "check", "copy_workspace"]
+__all__ = ["lab_ids", "generate", "check", "copy_workspace", "Workspace"]
 
 SOURCE, RELEASE = "solutions", "labs"
 
@@ -66,15 +70,62 @@ def check(course: Path) -> list[str]:
     return problems
 
 
-def copy_workspace(course: Path, dest: Path) -> list[Path]:
-    """Copy each lab into ``dest`` for a student, never overwriting a copy already there. Returns what was copied."""
-    copied = []
-    for lab in lab_ids(course):
-        src, target = Path(course) / RELEASE / lab, Path(dest) / lab
-        for f in sorted(p for p in src.rglob("*") if p.is_file()):
-            out = target / f.relative_to(src)
+RECORD = ".qkv-labs.json"  # in the workspace: the sha256 of each course file when it was copied
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@dataclass
+class Workspace:
+    """What ``copy_workspace`` did: files copied, and files whose course version changed since they were copied."""
+
+    copied: list[Path] = field(default_factory=list)
+    updated: dict[str, list[Path]] = field(default_factory=dict)  # lab -> the student's copies that are older
+    written: list[Path] = field(default_factory=list)  # the new versions written next to them (``update=``)
+
+
+def new_name(path: Path) -> Path:
+    """Where the course's newer version of ``path`` goes: ``<lab>.ipynb`` -> ``<lab>.new.ipynb``."""
+    return path.with_name(f"{path.stem}.new{path.suffix}")
+
+
+def copy_workspace(course: Path, dest: Path, update: list[str] | None = None) -> Workspace:
+    """Copy each lab into ``dest`` for a student, never overwriting a copy already there.
+
+    ``dest/.qkv-labs.json`` records the sha256 of each course file when it was copied. A file whose course
+    version has changed since is listed in ``updated`` (nothing is written); for the labs in ``update``, the
+    new version is written next to the student's copy as ``<name>.new.<ext>`` (never over an existing one)
+    and recorded, so that the notice stops. Copies made before the record existed are taken as current.
+    """
+    dest = Path(dest)
+    record_file = dest / RECORD
+    record: dict[str, str] = json.loads(record_file.read_text()) if record_file.is_file() else {}
+    known = lab_ids(course)
+    unknown = sorted(set(update or []) - set(known))
+    if unknown:
+        raise ValueError(f"unknown lab(s) {', '.join(unknown)}; the labs are: {', '.join(known)}")
+    done = Workspace()
+    for lab in known:
+        src, target = Path(course) / RELEASE / lab, dest / lab
+        for f in sorted(p for p in src.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts):
+            rel = f.relative_to(src)
+            out, key, sha = target / rel, f"{lab}/{rel.as_posix()}", _sha256(f)
             if not out.exists():
                 out.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(f, out)
-                copied.append(out)
-    return copied
+                done.copied.append(out)
+            elif record.get(key, sha) != sha:
+                if lab not in (update or []):
+                    done.updated.setdefault(lab, []).append(out)
+                    continue
+                fresh = new_name(out)
+                if fresh.exists() and _sha256(fresh) != sha:
+                    raise FileExistsError(f"{fresh} exists and is not the course's new version; move it away first")
+                shutil.copy2(f, fresh)
+                done.written.append(fresh)
+            record[key] = sha
+    dest.mkdir(parents=True, exist_ok=True)
+    record_file.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return done

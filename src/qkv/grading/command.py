@@ -36,6 +36,8 @@ def add_parsers(sub) -> None:
     p.add_argument("lab", help="lab id, e.g. soft_lookup")
     p.add_argument("--out", type=Path, default=None, help="zip to write (default: <lab>-gradescope.zip)")
     p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
+    p.add_argument("--timeout", type=float, default=300.0, help="wall-clock seconds per submission on Gradescope (default 300)")
+    p.add_argument("--memory", type=int, default=512, help="memory in MB for a submission's own code (default 512)")
     p.set_defaults(func=_bundle)
 
 
@@ -106,7 +108,8 @@ def _bundle(args: argparse.Namespace) -> int:
     from .gradescope import build_bundle
 
     try:
-        path = build_bundle(args.lab, args.course, args.out or Path(f"{args.lab}-gradescope.zip"))
+        path = build_bundle(args.lab, args.course, args.out or Path(f"{args.lab}-gradescope.zip"),
+                            timeout=args.timeout, memory=args.memory)  # fmt: skip
     except GradeError as err:
         print(f"qkv gradescope-bundle: error: {err}", file=sys.stderr)
         return 2

@@ -1,9 +1,11 @@
 """``qkv gradescope-bundle LAB``: the autograder .zip that runs this same grader on Gradescope's platform.
 
 The zip holds ``setup.sh`` (installs Python, bubblewrap and the pinned packages), ``run_autograder`` (grades
-``/autograder/submission`` into ``/autograder/results/results.json`` with ``qkv grade --gradescope``), a copy
-of the ``qkv`` package with its grader and specs, and the lab's solution notebook (the grader reads its
-nbgrader metadata; the submission's sandbox never sees it, and run_autograder makes it root-only).
+``/autograder/submission`` into ``/autograder/results/results.json`` with ``qkv grade --gradescope``, with the
+bundle's ``--timeout`` and ``--memory``), a copy of the ``qkv`` package with its grader and this lab's spec
+only, and the lab's solution notebook (the grader reads its nbgrader metadata; the submission's sandbox never
+sees it, and run_autograder makes it root-only). README.txt names the container size to choose, from the
+peak memory and time of one submission measured by ``benchmarks/gradescope.py``.
 
 Inside Gradescope's container bubblewrap may be unable to create namespaces; ``qkv grade --gradescope`` then
 says so in the results' output and grades with resource limits and a separate unprivileged uid only (the
@@ -12,8 +14,12 @@ container itself is a throwaway sandbox for this one submission).
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import stat
+import sys
+import textwrap
 import zipfile
 from pathlib import Path
 
@@ -55,6 +61,10 @@ exit $status
 """
 
 
+# Gradescope's container sizes (Autograder Settings), smallest first: (CPUs, memory in MB). The default is the first.
+CONTAINERS = [(0.5, 768), (1.0, 1536), (2.0, 3072), (4.0, 6144)]
+MEASURED = "benchmarks/results/gradescope.json"  # written by benchmarks/gradescope.py
+
 GUIDE = """Gradescope autograder for the qkv lab {lab}
 ===========================================
 
@@ -62,9 +72,15 @@ Upload this zip as the assignment's autograder ("Zip file upload"), base image U
 the pinned packages need Python 3.11+). Students submit their notebook {lab}.ipynb (any name works when it
 is the only notebook).
 
+{size}
+Limits per submission (passed to the grader): {timeout:g} s wall clock, {memory} MB of memory for the
+submission's own code; a submission over them gets 0 on the items it did not finish and a status saying
+why, instead of Gradescope killing the whole run. Rebuild with `qkv gradescope-bundle {lab} --timeout S
+--memory MB` to change them; keep the container's memory above the measured peak plus what --memory allows.
+
 setup.sh         installs Python, bubblewrap and the pinned packages (torch CPU) into /autograder/venv
 run_autograder   grades /autograder/submission with `qkv grade --gradescope` into /autograder/results/results.json
-qkv-src/         the qkv package with its grader and the grading spec of {lab}
+qkv-src/         the qkv package with its grader and the grading spec of {lab} (no other lab's)
 solutions/       the lab's solution notebook (read for its nbgrader metadata; made root-only before grading)
 
 Each test in results.json is one autograded exercise; written answers are graded by hand on Gradescope.
@@ -92,9 +108,64 @@ def _add(zf: zipfile.ZipFile, arcname: str, data: bytes | str, executable: bool 
     zf.writestr(info, data.encode() if isinstance(data, str) else data)
 
 
-def build_bundle(lab: str, course: Path, out: Path, *, timeout: float = 120, memory: int = 4096) -> Path:
-    """Write the Gradescope autograder zip for ``lab``; returns its path. Deterministic bytes."""
+def container_advice(lab: str, course: Path, memory: int) -> str:
+    """The container size for ``lab``: the smallest with the measured peak of one correct submission (summed
+    RSS: an upper bound) plus the ``memory`` a submission's own code may take on top of it."""
+    path = Path(course) / MEASURED
+    rows = json.loads(path.read_text()).get("labs", {}) if path.exists() else {}
+    row = rows.get(lab)
+    if not row:
+        return (f"not measured for this lab (run benchmarks/gradescope.py); choose {_size(CONTAINERS[1])} "
+                f"or more: Gradescope's default {_size(CONTAINERS[0])} is below the peak of the other labs.")  # fmt: skip
+    need = row["peak_mb"] + memory
+    cpus, mb = next((c for c in CONTAINERS if c[1] >= need), CONTAINERS[-1])
+    default = "" if (cpus, mb) != CONTAINERS[0] else " (Gradescope's default)"
+    verdict = "is enough." if mb == CONTAINERS[0][1] else "is too small (a run over it is killed without results)."
+    return (f"{_size((cpus, mb))}{default}: one correct submission peaked at {row['peak_mb']:.0f} MB (grader, worker "
+            f"and notebook together; measured by benchmarks/gradescope.py) plus up to {memory} MB that a "
+            f"submission's own code may take (--memory) make {need:.0f} MB. It took {row['seconds']:.0f} s on "
+            f"{row['machine']} (Gradescope's default share is half a CPU). Gradescope's default "
+            f"{_size(CONTAINERS[0])} {verdict}")  # fmt: skip
+
+
+def _size(container: tuple[float, int]) -> str:
+    cpus, mb = container
+    return f"{cpus:g} CPU, {mb / 1024:g} GB" if mb >= 1024 else f"{cpus:g} CPU, {mb} MB"
+
+
+def _bundled(rel: Path, lab: str) -> bool:
+    """The package files a bundle carries: the library and grader, and of the specs only ``lab``'s."""
+    if rel.suffix not in (".py", ".typed") or "__pycache__" in rel.parts:
+        return False
+    return rel.parts[:2] != ("grading", "specs") or rel.name in ("__init__.py", f"{lab}.py")
+
+
+def layout(bundle: Path, root: Path, submission: Path) -> dict:
+    """Lay out ``bundle`` as Gradescope does (``root/source``, ``root/submission``, ``root/results``) with
+    ``submission`` (a notebook), to try a bundle locally; returns the environment that runs
+    ``root/source/run_autograder`` with this Python and the bundle's own copy of ``qkv``."""
+    root = Path(root)
+    with zipfile.ZipFile(bundle) as zf:
+        for info in zf.infolist():
+            zf.extract(info, root / "source")
+            mode = info.external_attr >> 16 & 0o777
+            if mode:
+                os.chmod(root / "source" / info.filename, mode)
+    (root / "submission").mkdir(parents=True, exist_ok=True)
+    (root / "submission" / Path(submission).name).write_bytes(Path(submission).read_bytes())
+    return {**os.environ, "AUTOGRADER_ROOT": str(root), "QKV_PYTHON": sys.executable,
+            "PYTHONPATH": str(root / "source" / "qkv-src" / "src")}  # fmt: skip
+
+
+def build_bundle(lab: str, course: Path, out: Path, *, timeout: float = 300, memory: int = 512) -> Path:
+    """Write the Gradescope autograder zip for ``lab``; returns its path. Deterministic bytes.
+
+    ``timeout`` (seconds) and ``memory`` (MB) are the limits per submission that run_autograder passes to
+    ``qkv grade``; the defaults allow for Gradescope's slow half CPU and fit the container README.txt names.
+    """
     course = Path(course)
+    if timeout <= 0 or memory <= 0:
+        raise GradeError(f"--timeout and --memory must be positive; got {timeout:g} s and {memory} MB")
     info = load_lab(lab, course)  # checks the lab and its spec exist and agree
     src = course / "src" / "qkv"
     out = Path(out)
@@ -103,13 +174,15 @@ def build_bundle(lab: str, course: Path, out: Path, *, timeout: float = 120, mem
         _add(zf, "setup.sh", SETUP, executable=True)
         _add(zf, "run_autograder", RUN.format(lab=lab, timeout=timeout, memory=memory), executable=True)
         _add(zf, "requirements.txt", "\n".join(_pins(course)) + "\n")
-        _add(zf, "README.txt", GUIDE.format(lab=lab))
+        size = textwrap.fill(container_advice(lab, course, memory), 110, initial_indent="Container size: ")
+        guide = GUIDE.format(lab=lab, size=size, timeout=timeout, memory=memory)
+        _add(zf, "README.txt", guide)
         _add(zf, f"solutions/{lab}/{lab}.ipynb", info.solution.read_bytes())
         for name in ("pyproject.toml", "README.md", "LICENSE"):
             if (course / name).exists():
                 _add(zf, f"qkv-src/{name}", (course / name).read_bytes())
         for f in sorted(src.rglob("*")):
-            if f.is_file() and "__pycache__" not in f.parts and f.suffix in (".py", ".typed", ".md"):
+            if f.is_file() and _bundled(f.relative_to(src), lab):
                 _add(zf, f"qkv-src/src/qkv/{f.relative_to(src).as_posix()}", f.read_bytes())
     if not zipfile.is_zipfile(out):  # pragma: no cover
         raise GradeError(f"could not write {out}")

@@ -1,0 +1,65 @@
+"""`qkv gradescope-bundle`: its options reach the grader, it carries its own lab's spec only, its README names
+the container from the measured peak, and its run_autograder, in a folder laid out like Gradescope's
+/autograder, writes results.json in Gradescope's schema for a correct and a broken submission."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import zipfile
+
+from qkv.cli import main
+from qkv.grading.gradescope import layout
+from qkv.grading.testing import COURSE
+
+LAB = "soft_lookup"
+# Gradescope's container sizes (Autograder Settings): (CPUs, memory in MB).
+SIZES = [(0.5, 768), (1.0, 1536), (2.0, 3072), (4.0, 6144)]
+
+
+def _auto_points(lab: str) -> dict[str, float]:
+    """The autograded cells of the solution notebook and their points (nbgrader's own metadata)."""
+    nb = json.loads((COURSE / "solutions" / lab / f"{lab}.ipynb").read_text())
+    meta = [c["metadata"].get("nbgrader", {}) for c in nb["cells"]]
+    return {m["grade_id"]: float(m["points"]) for m in meta if m.get("grade") and not m.get("solution")}
+
+
+def test_bundle_options_spec_and_readme(tmp_path, capsys):
+    bundle = tmp_path / "b.zip"
+    assert main(["gradescope-bundle", LAB, "--out", str(bundle), "--course", str(COURSE), "--timeout", "77", "--memory", "333"]) == 0
+    with zipfile.ZipFile(bundle) as zf:
+        names = zf.namelist()
+        run = zf.read("run_autograder").decode()
+        readme = " ".join(zf.read("README.txt").decode().split())  # words, whatever the line breaks
+    specs = {n.rsplit("/", 1)[-1] for n in names if "/grading/specs/" in n}
+    assert specs == {"__init__.py", f"{LAB}.py"}  # no other lab's spec
+    assert not [n for n in names if n.startswith("solutions/") and not n.startswith(f"solutions/{LAB}/")]
+    assert "--timeout 77" in run and "--memory 333" in run
+    assert "77 s wall clock" in readme and "333 MB" in readme
+
+    measured = json.loads((COURSE / "benchmarks/results/gradescope.json").read_text())["labs"][LAB]
+    need = measured["peak_mb"] + 333
+    cpus, mb = next(s for s in SIZES if s[1] >= need)
+    expected = f"{cpus:g} CPU, {mb / 1024:g} GB" if mb >= 1024 else f"{cpus:g} CPU, {mb} MB"
+    assert f"Container size: {expected}" in readme, readme
+    assert f"peaked at {measured['peak_mb']:.0f} MB" in readme and f"took {measured['seconds']:.0f} s" in readme
+
+    assert main(["gradescope-bundle", LAB, "--out", str(bundle), "--course", str(COURSE), "--timeout", "0"]) == 2
+    assert "must be positive" in capsys.readouterr().err
+
+
+def test_run_autograder_writes_gradescope_results(tmp_path):
+    bundle = tmp_path / "b.zip"
+    assert main(["gradescope-bundle", LAB, "--out", str(bundle), "--course", str(COURSE)]) == 0
+    points = _auto_points(LAB)
+    for name, notebook, expected in [("solution", COURSE / "solutions" / LAB / f"{LAB}.ipynb", points),
+                                     ("broken", COURSE / "labs" / LAB / f"{LAB}.ipynb", dict.fromkeys(points, 0.0))]:  # fmt: skip
+        root = tmp_path / name / "autograder"
+        env = layout(bundle, root, notebook)
+        done = subprocess.run([str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr
+        res = json.loads((root / "results" / "results.json").read_text())
+        assert {t["name"]: t["score"] for t in res["tests"]} == expected, name
+        assert {t["name"]: t["max_score"] for t in res["tests"]} == points
+        assert all(isinstance(t["output"], str) for t in res["tests"])
+        assert res["score"] == sum(expected.values())

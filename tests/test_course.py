@@ -1,0 +1,189 @@
+"""The course in an instructor's hands: the student distribution (no solutions), the hub image's configuration
+(nbgrader's student tools on, the instructor's off), and `qkv course init` into a real `nbgrader quickstart`
+course, whose `nbgrader generate_assignment` then releases exactly labs/<lab> and whose autograde scores a
+solution in full."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from qkv.cli import main
+from qkv.labs import lab_ids
+
+REPO = Path(__file__).resolve().parent.parent
+LABS = lab_ids(REPO)
+LAB = "soft_lookup"
+BIN = Path(sys.executable).parent
+ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  # nbgrader runs `alembic` from PATH
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts}
+
+
+def test_student_dist_has_the_labs_and_no_solutions(tmp_path, capsys):
+    dest = tmp_path / "student"
+    assert main(["student-dist", str(dest), "--course", str(REPO)]) == 0
+    files = _files(dest)
+    for lab in LABS:
+        assert files[f"labs/{lab}/{lab}.ipynb"] == (REPO / "labs" / lab / f"{lab}.ipynb").read_bytes()
+        assert f"labs/{lab}/{lab}.ipynb" in files["README.md"].decode()
+    assert {name.split("/")[0] for name in files} == {"labs", "chapters", "README.md", "requirements.txt", ".qkv-student-dist"}
+    for name, data in files.items():
+        for secret in (b"BEGIN SOLUTION", b"BEGIN HIDDEN TESTS", b"qkv.grading"):
+            assert secret not in data, f"{name} holds {secret!r}"
+    assert "chapters/teaching.md" not in files  # the instructors' page
+    requirements = files["requirements.txt"].decode()
+    assert "qkv @ git+https://" in requirements and "torch==" in requirements
+
+    # Rewritten in place (its .git kept: it is the student branch's work tree); a folder of something else is refused.
+    (dest / ".git").mkdir()
+    (dest / ".git" / "HEAD").write_text("ref: refs/heads/student\n")
+    (dest / "labs" / "stale.txt").write_text("from an older distribution")
+    assert main(["student-dist", str(dest), "--course", str(REPO)]) == 0
+    assert not (dest / "labs" / "stale.txt").exists() and (dest / ".git" / "HEAD").exists()
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    assert main(["student-dist", str(other), "--course", str(REPO)]) == 2
+    assert "not empty" in capsys.readouterr().err and (other / "notes.txt").read_text() == "mine"
+
+
+def test_hub_requirements_are_the_lock_pins():
+    lock = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", (REPO / "requirements.lock").read_text(), re.M))
+    pins = re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", (REPO / "hub" / "requirements.txt").read_text(), re.M)
+    assert pins and {name for name, _ in pins} >= {"torch", "jupyterlab", "nbgrader", "nbgitpuller"}
+    for name, version in pins:
+        assert name not in lock or lock[name] == version, f"hub/requirements.txt pins {name}=={version}, the lock {lock[name]}"
+    dockerfile = (REPO / "hub" / "Dockerfile").read_text()
+    for source in re.findall(r"^COPY (?:--\S+ )*(.+) \S+$", dockerfile, re.M):
+        for path in source.split():
+            assert (REPO / path).exists(), f"hub/Dockerfile copies {path}, which does not exist"
+    assert "-name '*.py' ! -name __init__.py -delete" in dockerfile  # no grading spec in the students' image
+    assert "JUPYTER_CONFIG_PATH=/etc/jupyter/qkv-student" in dockerfile and "COPY hub/jupyter /etc/jupyter/qkv-student" in dockerfile
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, ""
+    except OSError:  # not listening yet
+        return 0, ""
+
+
+def test_hub_configuration_has_student_tools_only(tmp_path):
+    """JupyterLab started with the image's configuration (hub/jupyter): validate and the assignment list answer,
+    formgrader and the course list do not exist, and the instructor's lab plugins are disabled and locked."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    token = secrets.token_hex(16)
+    env = {**ENV, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_CONFIG_PATH": str(REPO / "hub" / "jupyter"),
+           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTER_DATA_DIR": str(tmp_path / "data")}  # fmt: skip
+    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+               "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={tmp_path}",
+               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"] + (["--allow-root"] if os.geteuid() == 0 else [])  # fmt: skip
+    log = tmp_path / "lab.log"
+    with open(log, "wb") as out:
+        server = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while _get(f"{base}/api/status?token={token}")[0] != 200:
+            assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.5)
+        assert _get(f"{base}/formgrader?token={token}")[0] == 404
+        assert _get(f"{base}/formgraders?token={token}")[0] == 404  # the course list
+        assert _get(f"{base}/nbgrader_version?version=0.9.6&token={token}")[0] == 200  # nbgrader's student side is there
+        assert _get(f"{base}/assignments?course_id=c&token={token}")[0] != 404
+        status, page = _get(f"{base}/lab?token={token}")
+        config = json.loads(re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', page, re.S).group(1))
+        off = {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:course-list"}
+        assert status == 200 and off <= set(config["disabledExtensions"]) and off <= set(config.get("lockedExtensions", {}))
+        assert not {"@jupyter/nbgrader:validate-assignment", "@jupyter/nbgrader:assignment-list"} & set(config["disabledExtensions"])
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _run(cmd: list[str], cwd: Path, ok: bool = True) -> subprocess.CompletedProcess:
+    done = subprocess.run(cmd, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=600)
+    assert (done.returncode == 0) == ok, f"{cmd}: {done.returncode}\n{done.stdout[-2000:]}{done.stderr[-3000:]}"
+    return done
+
+
+def _qkv(*args: str, ok: bool = True) -> subprocess.CompletedProcess:
+    return _run([sys.executable, "-m", "qkv.cli", *args, "--course", str(REPO)], REPO, ok)
+
+
+def test_course_init_into_an_nbgrader_quickstart_course(tmp_path):
+    nbgrader = [sys.executable, "-m", "nbgrader"]
+    _run([*nbgrader, "quickstart", "course101"], tmp_path)
+    course = tmp_path / "course101"
+    config = course / "nbgrader_config.py"
+    original = config.read_text()
+    assert 'c.IncludeHeaderFooter.header = "source/header.ipynb"' in original  # what made releases differ
+
+    # Not interactive, no --yes: the lab is copied (nothing was there), the course's settings are not touched.
+    done = _qkv("course", "init", str(course), LAB, ok=False)
+    assert "IncludeHeaderFooter.header = ''" in done.stderr and config.read_text() == original
+    assert (course / "source" / LAB / f"{LAB}.ipynb").read_bytes() == (REPO / "solutions" / LAB / f"{LAB}.ipynb").read_bytes()
+    _run([*nbgrader, "generate_assignment", LAB], course)
+    release = course / "release" / LAB / f"{LAB}.ipynb"
+    assert release.read_bytes() != (REPO / "labs" / LAB / f"{LAB}.ipynb").read_bytes()  # the header's cells
+
+    _qkv("course", "init", str(course), LAB, "--yes")
+    _qkv("course", "init", str(course), LAB, "--yes")  # again: one block, unchanged
+    text = config.read_text()
+    assert text.startswith(original.rstrip("\n")) and text.count("# >>> qkv labs") == 1
+    _run([*nbgrader, "generate_assignment", LAB, "--force"], course)
+    assert release.read_bytes() == (REPO / "labs" / LAB / f"{LAB}.ipynb").read_bytes()
+
+    # A source the instructor changed is never replaced without --yes.
+    changed = course / "source" / LAB / f"{LAB}.ipynb"
+    nb = json.loads(changed.read_text())
+    nb["cells"].insert(0, {"cell_type": "markdown", "id": "ours", "metadata": {}, "source": "Our course's note."})
+    changed.write_text(json.dumps(nb))
+    mine = changed.read_bytes()
+    done = _qkv("course", "init", str(course), LAB, ok=False)
+    assert "left as they were" in done.stderr and changed.read_bytes() == mine
+    assert config.read_text() == text and "not written" not in done.stderr  # the settings given before stay
+
+    # nbgrader's own autograde in that course gives a solution every autograded point.
+    changed.write_bytes((REPO / "solutions" / LAB / f"{LAB}.ipynb").read_bytes())
+    submitted = course / "submitted" / "alice" / LAB
+    submitted.mkdir(parents=True)
+    (submitted / f"{LAB}.ipynb").write_bytes((REPO / "solutions" / LAB / f"{LAB}.ipynb").read_bytes())
+    _run([*nbgrader, "autograde", LAB, "--create"], course)
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        sub = gb.find_submission(LAB, "alice")
+        assert sub.max_code_score > 0 and sub.code_score == sub.max_code_score
+
+
+def test_course_init_needs_an_nbgrader_course(tmp_path):
+    done = _qkv("course", "init", str(tmp_path), ok=False)
+    assert "not an nbgrader course (no nbgrader_config.py)" in done.stderr and "nbgrader quickstart" in done.stderr
+
+
+def test_nbgrader_folders_at_the_root_are_ignored_by_git():
+    generated = ["gradebook.db", ".nbgrader.log", "submitted/alice/soft_lookup/soft_lookup.ipynb", "autograded/alice/x",
+                 "feedback/alice/x.html", "release/soft_lookup/soft_lookup.ipynb", "source/soft_lookup/soft_lookup.ipynb"]  # fmt: skip
+    kept = ["labs/soft_lookup/soft_lookup.ipynb", "solutions/soft_lookup/soft_lookup.ipynb", "src/qkv/course.py"]
+    for path in generated + kept:
+        ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=REPO).returncode == 0
+        assert ignored == (path in generated), path
