@@ -11,7 +11,7 @@ Example::
     >>> expect_close(torch.tensor([1.0, 2.5]), torch.tensor([1.0, 2.0]), "out", hint="check the scale")
     Traceback (most recent call last):
     ...
-    AssertionError: out differs from the reference by up to 0.5 in 1 of 2 entries (worst at index (1,): got 2.5, expected 2); likely: check the scale
+    AssertionError: out: differs from the reference by up to 0.5 in 1 of 2 entries (worst at index (1,): got 2.5, expected 2); likely: check the scale
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def expect_close(got, expected: torch.Tensor, what: str, *, atol: float = 1e-5, 
     worst = int(torch.argmax(torch.where(bad, diff, torch.zeros_like(diff))))
     index = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), e.shape)) if e.dim() else ()
     message = (
-        f"{what} differs from the reference by up to {float(diff.max()):.3g} in {int(bad.sum())} of {bad.numel()}"
+        f"{what}: differs from the reference by up to {float(diff.max()):.3g} in {int(bad.sum())} of {bad.numel()}"
         f" entries (worst at index {index}: got {float(g[index]):.4g}, expected {float(e[index]):.4g})"
     )
     mistake = matching_mistake(got, mistakes or {})
