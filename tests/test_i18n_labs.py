@@ -33,7 +33,11 @@ def test_chinese_lab_is_the_english_lab_with_translated_markdown(lab):
     assert [c["id"] for c in zh["cells"]] == [c["id"] for c in en["cells"]]
     assert [c["cell_type"] for c in zh["cells"]] == [c["cell_type"] for c in en["cells"]]
     for a, b in zip(en["cells"], zh["cells"]):
-        assert b["metadata"] == a["metadata"], f"cell {a['id']}: metadata (grade id, points, tags) differ"
+        meta_a, meta_b = json.loads(json.dumps(a["metadata"])), json.loads(json.dumps(b["metadata"]))
+        if a["cell_type"] == "markdown":  # nbgrader's checksum covers the text, which is translated
+            meta_a.get("nbgrader", {}).pop("checksum", None)
+            meta_b.get("nbgrader", {}).pop("checksum", None)
+        assert meta_b == meta_a, f"cell {a['id']}: metadata (grade id, points, tags) differ"
         if a["cell_type"] == "code":
             assert b["source"] == a["source"], f"cell {a['id']}: code differs"
     assert zh["metadata"].get("language") == "zh-CN"

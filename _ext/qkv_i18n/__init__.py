@@ -13,14 +13,16 @@ Registered in _config.yml under ``sphinx.local_extensions``; the Chinese edition
 4. **Figure alt text in the catalogs.** myst-nb's ``gettext`` builder keeps only text outputs, so the images that
    carry the alt text (``mystnb.image.alt`` in a cell's metadata) never reached the catalog; image types are added
    to its priority list. Translation itself is Sphinx's: ``Locale`` translates an image's ``alt``.
-5. **Display math is not a message**: Sphinx would offer every equation for translation; math is the same in
+5. **The rest of the page in the edition's language**: the book's title (``book_title``), the parts' captions of
+   the table of contents, and the launch buttons of lab pages, which open the translated lab notebook.
+6. **Display math is not a message**: Sphinx would offer every equation for translation; math is the same in
    every language, so equations are marked untranslatable.
-6. **Chinese labels for myst-nb's folded cells** ("Show code cell source"), which myst-nb does not translate.
-7. **Glued numbers in translated paragraphs.** Sphinx parses each translation as a small document of its own, where
+7. **Chinese labels for myst-nb's folded cells** ("Show code cell source"), which myst-nb does not translate.
+8. **Glued numbers in translated paragraphs.** Sphinx parses each translation as a small document of its own, where
    myst-nb's ``{glue:text}`` role finds no glue data ("No key ... found in glue data"); the notebook's renderer,
    which holds that data, is handed on to those small documents, so the Chinese text shows the same computed
    numbers as the English.
-8. **What the reader still sees in English.** In a translated build, every message that ``Locale`` left in English
+9. **What the reader still sees in English.** In a translated build, every message that ``Locale`` left in English
    (no translation, a fuzzy one, or one kept on purpose, like a formula) is written to ``untranslated.json`` beside
    the HTML folder; ``tools/i18n.py check`` reports those the catalogs do not account for, so a changed English
    paragraph whose catalog was never updated cannot pass unnoticed. Such paragraphs also get the class
@@ -40,6 +42,8 @@ from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.transforms import SphinxTransform
+from sphinx.locale import init as init_locale
+from sphinx.util.i18n import docname_to_domain
 from sphinx.util.nodes import extract_messages
 from sphinx.writers.html5 import HTML5Translator
 
@@ -88,6 +92,25 @@ class MarkMessages(SphinxTransform):
                 new = SummaryText(raw.rawsource, raw.astext(), **raw.attributes)
                 new.source, new.line = raw.source, raw.line
                 raw.replace_self(new)
+
+
+class TranslateTocCaptions(SphinxTransform):
+    """The parts' captions of the table of contents ("Labs"), which sphinx-external-toc inserts (priority 100)
+    after ``Locale`` has run: translated here from the page's catalog, where the gettext build put them."""
+
+    default_priority = 101
+
+    def apply(self, **kwargs: Any) -> None:
+        if (self.config.language or "en") == "en" or self.app.builder.name == "gettext":
+            return
+        toctrees = [t for t in self.document.findall(addnodes.toctree) if t.get("caption")]
+        if not toctrees:
+            return
+        domain = docname_to_domain(self.env.docname, self.config.gettext_compact)
+        dirs = [str(Path(self.env.srcdir, d)) for d in self.config.locale_dirs]
+        catalog, _ = init_locale(dirs, self.config.language, domain)
+        for toctree in toctrees:
+            toctree["caption"] = catalog.gettext(toctree["caption"])
 
 
 class RecordUntranslated(SphinxTransform):
@@ -154,6 +177,23 @@ def add_language_switch(app: Sphinx, pagename: str, templatename: str, context: 
     context["qkv_language_links"] = links
 
 
+def point_launch_buttons_at_translated_labs(app: Sphinx, pagename: str, templatename: str, context: dict,
+                                            doctree: Any) -> None:
+    """A lab page of a translated edition launches that edition's notebook (labs/zh/<lab>/<lab>.ipynb)."""
+    folder = app.config.qkv_editions.get(app.config.language or "en", {}).get("labs")
+    if not folder or not pagename.startswith("labs/"):
+        return
+    old, new = f"{pagename}.ipynb", f"{folder}/{pagename[len('labs/'):]}.ipynb"
+
+    def fix(buttons: list) -> None:
+        for button in buttons:
+            if isinstance(button.get("url"), str):
+                button["url"] = button["url"].replace(old, new)
+            fix(button.get("buttons", []))
+
+    fix(context.get("header_buttons", []))
+
+
 def configure(app: Sphinx, config: Config) -> None:
     config.templates_path = [*config.templates_path, str(HERE / "templates")]
     config.html_static_path = [*config.html_static_path, str(HERE / "static")]
@@ -168,6 +208,9 @@ def configure(app: Sphinx, config: Config) -> None:
         *config.nb_mime_priority_overrides,
         *(("gettext", mime, rank) for rank, mime in enumerate(IMAGE_TYPES, start=1)),
     ]
+    edition = config.qkv_editions.get(config.language or "en", {})
+    if edition.get("book_title"):
+        config.html_title = edition["book_title"]
     prompts = CODE_PROMPTS.get(config.language or "en")
     if prompts:
         config.nb_code_prompt_show, config.nb_code_prompt_hide = prompts
@@ -227,11 +270,13 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_node(SummaryText, html=(visit_summary_text, None))
     _share_glue_data()
     app.add_transform(MarkMessages)
+    app.add_transform(TranslateTocCaptions)
     app.add_transform(RecordUntranslated)
     app.connect("env-purge-doc", purge_untranslated)
     app.connect("env-merge-info", merge_untranslated)
     app.connect("build-finished", write_untranslated)
     app.connect("config-inited", configure, priority=900)  # after Jupyter Book has set the theme options
     app.connect("html-page-context", add_language_switch)
+    app.connect("html-page-context", point_launch_buttons_at_translated_labs, priority=600)  # after the theme's
     app.add_css_file("qkv-i18n.css")
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -135,6 +135,8 @@ def _translate_markdown(source: str, catalog: Catalog, md: MarkdownIt, missing: 
             if new is None:
                 missing.append(b.key)
                 continue
+            if new == b.key:
+                continue  # kept as it is (a formula, a stub): the source's own line breaks stay
             if b.kind == "summary":
                 for n in range(b.line, b.end):
                     lines[n] = SUMMARY.sub(lambda m: m.group(1) + new + m.group(3) if m.group(2).strip() == b.key
