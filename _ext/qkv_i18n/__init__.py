@@ -14,7 +14,7 @@ Registered in _config.yml under ``sphinx.local_extensions``; the Chinese edition
    carry the alt text (``mystnb.image.alt`` in a cell's metadata) never reached the catalog; image types are added
    to its priority list. Translation itself is Sphinx's: ``Locale`` translates an image's ``alt``.
 5. **The rest of the page in the edition's language**: the book's title (``book_title``), the parts' captions of
-   the table of contents, and the launch buttons of lab pages, which open the translated lab notebook.
+   the table of contents, and the launch and download buttons of lab pages, which give the translated lab notebook.
 6. **Display math is not a message**: Sphinx would offer every equation for translation; math is the same in
    every language, so equations are marked untranslatable.
 7. **Chinese labels for myst-nb's folded cells** ("Show code cell source"), which myst-nb does not translate.
@@ -47,9 +47,10 @@ from sphinx.util.i18n import docname_to_domain
 from sphinx.util.nodes import extract_messages
 from sphinx.writers.html5 import HTML5Translator
 
+from qkv.i18n import SUMMARY  # the labs' notebooks are translated with the same messages
+
 HERE = Path(__file__).parent
 LATIN = re.compile(r"[A-Za-z]")
-SUMMARY = re.compile(r"(<summary>)(.*?)(</summary>)", re.DOTALL)
 # myst-nb's labels for folded cells, per language. The book folds only code (hide-input), so no "{type}" is needed.
 CODE_PROMPTS = {"zh_CN": ("显示代码", "隐藏代码")}
 IMAGE_TYPES = ("image/svg+xml", "image/png", "image/jpeg", "image/gif")
@@ -187,11 +188,23 @@ def point_launch_buttons_at_translated_labs(app: Sphinx, pagename: str, template
 
     def fix(buttons: list) -> None:
         for button in buttons:
-            if isinstance(button.get("url"), str):
+            if isinstance(button.get("url"), str) and button["url"].startswith(("http://", "https://")):
                 button["url"] = button["url"].replace(old, new)
             fix(button.get("buttons", []))
 
     fix(context.get("header_buttons", []))
+
+
+def download_translated_labs(app: Sphinx, exception: Exception | None) -> None:
+    """The download button of a translated lab page (``_sources/labs/<lab>/<lab>.ipynb``) gives the translated lab."""
+    folder = app.config.qkv_editions.get(app.config.language or "en", {}).get("labs")
+    if exception is not None or not folder or app.builder.format != "html":
+        return
+    for docname in app.env.found_docs:
+        source = Path(app.srcdir, folder, *docname.split("/")[1:]).with_suffix(".ipynb")
+        target = Path(app.outdir, "_sources", docname).with_suffix(".ipynb")
+        if docname.startswith("labs/") and source.is_file() and target.is_file():
+            target.write_bytes(source.read_bytes())
 
 
 def configure(app: Sphinx, config: Config) -> None:
@@ -275,6 +288,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("env-purge-doc", purge_untranslated)
     app.connect("env-merge-info", merge_untranslated)
     app.connect("build-finished", write_untranslated)
+    app.connect("build-finished", download_translated_labs)
     app.connect("config-inited", configure, priority=900)  # after Jupyter Book has set the theme options
     app.connect("html-page-context", add_language_switch)
     app.connect("html-page-context", point_launch_buttons_at_translated_labs, priority=600)  # after the theme's

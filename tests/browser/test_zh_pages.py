@@ -36,7 +36,7 @@ SWITCH_JS = r"""
     font: body.fontFamily,
     switchHref: a ? a.href : null,
     switchLang: a ? a.getAttribute("hreflang") : null,
-    searchLabel: (document.querySelector(".search-button__button, button.search-button") || {}).title || "",
+    searchLabel: (document.querySelector(".search-button__button") || {getAttribute: () => ""}).getAttribute("aria-label") || "",
     untranslated: document.querySelectorAll(".untranslated").length,
   };
 }
