@@ -28,7 +28,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from qkv import i18n  # noqa: E402
-from qkv.labs import lab_ids  # noqa: E402
 
 LANGUAGE = "zh_CN"
 BUILD = ROOT / "_build"
