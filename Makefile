@@ -1,7 +1,7 @@
 # The README's commands. Everything a fresh clone needs is installed from here.
 #   make book   build the HTML book into _build/html
 #   make test   every test (CI runs this through .ci/run)
-#   make lab    JupyterLab on a private copy of the labs (work/)
+#   make lab    JupyterLab on a private copy of the labs (work/); `make lab EDITION=zh` for the Chinese labs
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 PYTHON ?= python3
@@ -14,7 +14,7 @@ PIP_NOISE := /is ignored: it is neither a file nor a directory/d
 # Debian packages: bubblewrap (the grader's sandbox), chromium (browser tests), fonts-noto-cjk (the glossary's Chinese).
 APT_PACKAGES := bubblewrap chromium fonts-noto-cjk
 
-.PHONY: setup system vendor book test lab lock strip clean bench
+.PHONY: setup system vendor book test lab lock strip clean bench i18n
 .DEFAULT_GOAL := help
 
 help:
@@ -51,16 +51,27 @@ vendor: $(STAMP) node_modules/.package-lock.json
 
 book: $(STAMP) vendor
 	$(BIN)/jupyter-book build -W -n --keep-going .
-	@echo "Open file://$(CURDIR)/_build/html/index.html"
+	$(BIN)/python tools/i18n.py build  # the Chinese edition into _build/html/zh, reusing the execution cache
+	@echo "Open file://$(CURDIR)/_build/html/index.html (中文版: file://$(CURDIR)/_build/html/zh/index.html)"
+
+# --- Two editions (locales/README.md): English messages -> catalogs (changed ones go fuzzy), then the counts.
+i18n: $(STAMP) vendor
+	$(BIN)/python tools/i18n.py extract
+	$(BIN)/python tools/i18n.py update
+	$(BIN)/python tools/i18n.py check || true
+# --- end of the two editions' targets
 
 # One thread per pytest worker (and per kernel it starts): $(JOBS) workers share the cores without oversubscribing them.
 test: $(STAMP) system book
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadscope --nbval-lax --nbval-current-env
 
 # Students work on copies in work/ (git-ignored; never overwritten), with nbgrader's instructor tools hidden.
+# EDITION=zh: the Chinese labs (labs/zh/), copied into work/zh/.
+EDITION ?= en
+WORK := work$(if $(filter-out en,$(EDITION)),/$(EDITION))
 lab: $(STAMP)
-	$(BIN)/python -m qkv.cli workspace work
-	JUPYTER_CONFIG_PATH=$(CURDIR)/student/jupyter $(BIN)/jupyter lab --notebook-dir=work
+	$(BIN)/python -m qkv.cli workspace $(WORK) --edition $(EDITION)
+	JUPYTER_CONFIG_PATH=$(CURDIR)/student/jupyter $(BIN)/jupyter lab --notebook-dir=$(WORK)
 
 lock:
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^qkv' | sed 's/^torch==\(.*\)+cpu/torch==\1/' > requirements.lock.new

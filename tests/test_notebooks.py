@@ -65,9 +65,9 @@ def test_tagged_cells_raise_in_the_blank_lab_and_not_in_the_solution(lab):
 
 
 def test_workspace_copy_never_overwrites(tmp_path):
-    first = labs.copy_workspace(ROOT, tmp_path)
+    first = labs.copy_workspace(ROOT, tmp_path).copied
     assert first and all(p.exists() for p in first)
     mine = first[0]
     mine.write_text("my work")
-    assert labs.copy_workspace(ROOT, tmp_path) == []
+    assert labs.copy_workspace(ROOT, tmp_path).copied == []
     assert mine.read_text() == "my work"

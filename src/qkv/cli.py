@@ -18,16 +18,19 @@ def _labs(args: argparse.Namespace) -> int:
         for line in problems:
             print(line, file=sys.stderr)
         if not problems:
-            print(f"labs/ matches the solutions ({len(labs.lab_ids(args.course))} labs)")
+            print(f"labs/ and labs/zh/ match the solutions ({len(labs.lab_ids(args.course))} labs each)")
         return 1 if problems else 0
-    labs.generate(args.course, args.ids or None)
-    print(f"generated {', '.join(args.ids or labs.lab_ids(args.course))} into {Path(args.course) / 'labs'}")
+    editions = list(labs.EDITIONS) if args.edition == "all" else [args.edition]
+    for edition in editions:
+        labs.generate(args.course, args.ids or None, edition=edition)
+        folder = Path(args.course) / labs.EDITIONS[edition][0]
+        print(f"generated {', '.join(args.ids or labs.lab_ids(args.course))} into {folder}")
     return 0
 
 
 def _workspace(args: argparse.Namespace) -> int:
     try:
-        done = labs.copy_workspace(args.course, args.dest, update=args.update)
+        done = labs.copy_workspace(args.course, args.dest, update=args.update, edition=args.edition)
     except (ValueError, FileExistsError) as err:
         print(f"qkv workspace: error: {err}", file=sys.stderr)
         return 2
@@ -102,6 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("labs", help="generate labs/ from solutions/ with nbgrader, or --check that they match")
     p.add_argument("ids", nargs="*", help="lab ids (default: every lab)")
     p.add_argument("--check", action="store_true", help="regenerate in a temporary folder and compare bytes")
+    p.add_argument("--edition", choices=[*labs.EDITIONS, "all"], default="all",
+                   help="which edition to generate: en (labs/), zh (labs/zh/, translated from locales/), all (default)")
     p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
     p.set_defaults(func=_labs)
 
@@ -109,6 +114,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dest", type=Path, help="where your copies go, e.g. work/")
     p.add_argument("--update", nargs="+", metavar="LAB", default=[],
                    help="write the course's newer version of these labs next to your copy as <lab>.new.ipynb")  # fmt: skip
+    p.add_argument("--edition", choices=list(labs.EDITIONS), default="en", help="the labs' language (default: en)")
     p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
     p.set_defaults(func=_workspace)
 

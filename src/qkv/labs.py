@@ -4,6 +4,10 @@
 layout), with ``nbgrader generate_assignment --no-db --force``. ``check`` regenerates into a
 temporary copy and compares bytes with the committed labs. ``copy_workspace`` gives a student a copy
 of each lab, never overwritten, and reports the labs changed in the course since they were copied.
+
+Editions: the Chinese labs ``labs/zh/<id>/<id>.ipynb`` come from the same solutions, their Markdown translated
+from the book's catalogs (``qkv.i18n``, locales/README.md), then through nbgrader like the English ones: same
+code, grade ids and points. They are committed, so that a student opens them from a clone, Binder or Colab.
 """
 
 from __future__ import annotations
@@ -21,6 +25,9 @@ from pathlib import Path
 __all__ = ["lab_ids", "generate", "check", "copy_workspace", "Workspace"]
 
 SOURCE, RELEASE = "solutions", "labs"
+LOCALES = "locales"  # the catalogs the translated editions are made from
+# Edition -> (folder of its labs, catalog language); English is the source. The Chinese labs live in labs/zh/.
+EDITIONS = {"en": (RELEASE, None), "zh": (f"{RELEASE}/zh", "zh_CN")}
 
 
 def lab_ids(course: Path) -> list[str]:
@@ -29,9 +36,11 @@ def lab_ids(course: Path) -> list[str]:
     return sorted(p.name for p in root.iterdir() if (p / f"{p.name}.ipynb").is_file()) if root.is_dir() else []
 
 
-def generate(course: Path, ids: list[str] | None = None) -> None:
+def generate(course: Path, ids: list[str] | None = None, edition: str = "en") -> None:
     """Run ``nbgrader generate_assignment`` for each lab in ``ids`` (default: all) under ``course``."""
     course = Path(course).resolve()
+    if edition != "en":
+        return _generate_translated(course, ids or lab_ids(course), edition)
     for lab in ids or lab_ids(course):
         cmd = [
             sys.executable, "-m", "nbgrader", "generate_assignment", lab, "--no-db", "--force", "--quiet",
@@ -45,28 +54,70 @@ def generate(course: Path, ids: list[str] | None = None) -> None:
             raise RuntimeError(f"nbgrader generate_assignment {lab} failed:\n{done.stdout}{done.stderr}")
 
 
-def _files(folder: Path) -> set[Path]:
-    return {p.relative_to(folder) for p in folder.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts}
+def translated_solutions(course: Path, ids: list[str], edition: str, dest: Path) -> dict[str, list[str]]:
+    """Write ``dest/<id>/`` for each lab: its solution folder with the notebook's Markdown translated.
+
+    Returns, per lab, the messages that had no current translation (they stay English)."""
+    from . import i18n  # only the translated editions need Babel and MyST's tokenizer
+
+    language = EDITIONS[edition][1]
+    missing = {}
+    for lab in ids:
+        shutil.copytree(course / SOURCE / lab, dest / lab, dirs_exist_ok=True)
+        path = dest / lab / f"{lab}.ipynb"
+        po = i18n.catalog_path(course, language, f"{RELEASE}/{lab}/{lab}")
+        nb = json.loads(path.read_text(encoding="utf-8"))
+        nb, missing[lab] = i18n.translate_notebook(nb, i18n.load_catalog(po)) if po.exists() else (nb, ["(no catalog)"])
+        nb.setdefault("metadata", {})["language"] = language.replace("_", "-")  # nbformat allows extra metadata
+        path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return missing
+
+
+def _generate_translated(course: Path, ids: list[str], edition: str) -> None:
+    """nbgrader on the translated solutions, in a temporary course; the release goes to ``labs/<edition>/``."""
+    with tempfile.TemporaryDirectory(prefix=f"qkv-labs-{edition}-") as tmp:
+        translated_solutions(course, ids, edition, Path(tmp) / SOURCE)
+        shutil.copy(course / "nbgrader_config.py", tmp)
+        generate(Path(tmp), ids)
+        for lab in ids:
+            target = course / EDITIONS[edition][0] / lab
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.copytree(Path(tmp) / RELEASE / lab, target)
+
+
+def _files(folder: Path, skip: tuple[str, ...] = ()) -> set[Path]:
+    return {
+        p.relative_to(folder) for p in folder.rglob("*")
+        if p.is_file() and ".ipynb_checkpoints" not in p.parts and p.relative_to(folder).parts[0] not in skip
+    }  # fmt: skip
 
 
 def check(course: Path) -> list[str]:
-    """Regenerate every lab in a temporary folder; return the committed files that differ, are missing or extra."""
+    """Regenerate every lab of every edition in a temporary folder; return the committed files that differ,
+    are missing or extra."""
     course = Path(course).resolve()
     problems: list[str] = []
+    # The English labs/ holds the other editions' folders (labs/zh/); they are compared on their own.
+    others = tuple(Path(folder).name for e, (folder, _) in EDITIONS.items() if e != "en")
     with tempfile.TemporaryDirectory(prefix="qkv-labs-") as tmp:
         shutil.copytree(course / SOURCE, Path(tmp) / SOURCE)
+        if (course / LOCALES).is_dir():
+            shutil.copytree(course / LOCALES, Path(tmp) / LOCALES)
         shutil.copy(course / "nbgrader_config.py", tmp)
-        generate(Path(tmp))
-        fresh, committed = Path(tmp) / RELEASE, course / RELEASE
-        fresh_files = _files(fresh)
-        committed_files = _files(committed) if committed.is_dir() else set()
-        for rel in sorted(fresh_files | committed_files):
-            if rel not in committed_files:
-                problems.append(f"{RELEASE}/{rel}: missing (run `qkv labs`)")
-            elif rel not in fresh_files:
-                problems.append(f"{RELEASE}/{rel}: not generated from any solution")
-            elif not filecmp.cmp(fresh / rel, committed / rel, shallow=False):
-                problems.append(f"{RELEASE}/{rel}: differs from what nbgrader generates (edited by hand? run `qkv labs`)")
+        for edition, (folder, _) in EDITIONS.items():
+            generate(Path(tmp), edition=edition)
+            fresh, committed = Path(tmp) / folder, course / folder
+            skip = others if edition == "en" else ()
+            fresh_files = _files(fresh, skip)
+            committed_files = _files(committed, skip) if committed.is_dir() else set()
+            hint = f"`qkv labs --edition {edition}`"
+            for rel in sorted(fresh_files | committed_files):
+                if rel not in committed_files:
+                    problems.append(f"{folder}/{rel}: missing (run {hint})")
+                elif rel not in fresh_files:
+                    problems.append(f"{folder}/{rel}: not generated from any solution")
+                elif not filecmp.cmp(fresh / rel, committed / rel, shallow=False):
+                    problems.append(f"{folder}/{rel}: differs from what nbgrader generates (edited by hand? run {hint})")
     return problems
 
 
@@ -91,7 +142,7 @@ def new_name(path: Path) -> Path:
     return path.with_name(f"{path.stem}.new{path.suffix}")
 
 
-def copy_workspace(course: Path, dest: Path, update: list[str] | None = None) -> Workspace:
+def copy_workspace(course: Path, dest: Path, update: list[str] | None = None, edition: str = "en") -> Workspace:
     """Copy each lab into ``dest`` for a student, never overwriting a copy already there.
 
     ``dest/.qkv-labs.json`` records the sha256 of each course file when it was copied. A file whose course
@@ -108,7 +159,7 @@ def copy_workspace(course: Path, dest: Path, update: list[str] | None = None) ->
         raise ValueError(f"unknown lab(s) {', '.join(unknown)}; the labs are: {', '.join(known)}")
     done = Workspace()
     for lab in known:
-        src, target = Path(course) / RELEASE / lab, dest / lab
+        src, target = Path(course) / EDITIONS[edition][0] / lab, dest / lab
         for f in sorted(p for p in src.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts):
             rel = f.relative_to(src)
             out, key, sha = target / rel, f"{lab}/{rel.as_posix()}", _sha256(f)

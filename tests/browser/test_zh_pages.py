@@ -1,0 +1,111 @@
+"""The Chinese edition (`_build/html/zh/`, built by `make book`), opened in Chromium like the English one.
+
+Every page of `_toc.yml` in Chinese, light and dark: the same checks as test_book_pages.py (no off-machine or
+failed request, no console error, math typeset, no raw TeX, images loaded, internal links resolve), plus: the page
+is `lang="zh-CN"`, its text is set in a CJK font, the theme speaks Chinese, and the language switch leads to the
+same page in English and back. Screenshots go to `_build/screenshots/zh/{light,dark}/`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from browser_support import HTML, SCREENSHOTS, serve_directory, watch
+from test_book_pages import PAGES, check_loaded_page, set_theme
+
+pytestmark = pytest.mark.browser
+
+CJK_FONTS = ("Noto Sans CJK SC", "Source Han Sans SC", "PingFang SC")
+
+
+@pytest.fixture(scope="module")
+def site_url():
+    """The whole site (English at the root, Chinese under zh/) served on 127.0.0.1. Never built here."""
+    if not (HTML / "zh" / "index.html").is_file():
+        pytest.fail(f"No Chinese edition at {HTML / 'zh'}: run `make book` first (make test does).", pytrace=False)
+    with serve_directory(HTML) as url:
+        yield url
+
+
+SWITCH_JS = r"""
+() => {
+  const a = document.querySelector("a.qkv-language-switch");
+  const body = getComputedStyle(document.body);
+  return {
+    lang: document.documentElement.lang,
+    font: body.fontFamily,
+    switchHref: a ? a.href : null,
+    switchLang: a ? a.getAttribute("hreflang") : null,
+    searchLabel: (document.querySelector(".search-button__button") || {getAttribute: () => ""}).getAttribute("aria-label") || "",
+    untranslated: document.querySelectorAll(".untranslated").length,
+  };
+}
+"""
+
+
+def check_chinese_page(name, site_url, browser_context):
+    page = browser_context.new_page()
+    traffic = watch(page)
+    try:
+        page.goto(site_url + f"zh/{name}.html", wait_until="load")
+        problems, _ = check_loaded_page(page, traffic, f"zh/{name}", site_url)
+        info = page.evaluate(SWITCH_JS)
+        if info["lang"] != "zh-CN":
+            problems.append(f'<html lang="{info["lang"]}">, expected zh-CN')
+        if not any(font in info["font"] for font in CJK_FONTS):
+            problems.append(f"body font has no CJK font: {info['font']}")
+        if "搜索" not in info["searchLabel"]:
+            problems.append(f"the theme's search button is not in Chinese: {info['searchLabel']!r}")
+        if info["switchLang"] != "en" or info["switchHref"] != site_url + f"{name}.html":
+            problems.append(f"language switch leads to {info['switchHref']} ({info['switchLang']})")
+        for mode in ("light", "dark"):
+            set_theme(page, mode)
+            path = SCREENSHOTS / "zh" / mode / f"{name}.png"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(path), full_page=True)
+        problems += [p for p in traffic.problems() if p not in problems]
+    finally:
+        page.close()
+    assert not problems, f"zh/{name}.html:\n  " + "\n  ".join(problems)
+
+
+class TestChinesePagesEven:
+    @pytest.mark.parametrize("name", PAGES[0::2])
+    def test_page(self, name, site_url, browser_context):
+        check_chinese_page(name, site_url, browser_context)
+
+
+class TestChinesePagesOdd:
+    @pytest.mark.parametrize("name", PAGES[1::2])
+    def test_page(self, name, site_url, browser_context):
+        check_chinese_page(name, site_url, browser_context)
+
+
+@pytest.mark.parametrize("name", ["chapters/soft_lookup", "labs/soft_lookup/soft_lookup"])
+def test_switch_there_and_back_by_clicking(name, site_url, browser_context):
+    """A reader clicks 中文 on an English page, then English on the Chinese one, and is back where they started."""
+    page = browser_context.new_page()
+    traffic = watch(page)
+    try:
+        page.goto(site_url + f"{name}.html", wait_until="load")
+        page.click("a.qkv-language-switch[hreflang='zh-CN']")
+        page.wait_for_url(site_url + f"zh/{name}.html")
+        assert page.evaluate("document.documentElement.lang") == "zh-CN"
+        page.click("a.qkv-language-switch[hreflang='en']")
+        page.wait_for_url(site_url + f"{name}.html")
+        assert page.evaluate("document.documentElement.lang") == "en"
+    finally:
+        page.close()
+    assert not traffic.problems(), "\n".join(traffic.problems())
+
+
+def test_switch_works_from_disk(browser_context):
+    """Opened as files (the HTML folder copied anywhere): the relative link still finds the other edition."""
+    page = browser_context.new_page()
+    try:
+        page.goto((HTML / "chapters" / "notation.html").as_uri(), wait_until="load")
+        page.click("a.qkv-language-switch[hreflang='zh-CN']")
+        page.wait_for_url((HTML / "zh" / "chapters" / "notation.html").as_uri())
+        assert "记号" in page.title()
+    finally:
+        page.close()

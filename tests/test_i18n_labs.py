@@ -1,0 +1,85 @@
+"""The Chinese labs (labs/zh/): the English labs' twins, translated from the catalogs, graded the same way.
+
+`qkv labs --check` (tests/test_notebooks.py) covers both editions byte for byte; here: the twins differ only in
+Markdown, nbgrader accepts the translated solution, and `qkv grade` gives the same totals to the same answers.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from qkv import labs
+from qkv.grading.testing import grade_across_labs, points
+
+ROOT = Path(__file__).resolve().parents[1]
+LABS = labs.lab_ids(ROOT)
+TRANSLATED = "soft_lookup"  # the lab translated in full so far
+
+
+def _nb(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_chinese_lab_is_the_english_lab_with_translated_markdown(lab):
+    en = _nb(ROOT / "labs" / lab / f"{lab}.ipynb")
+    zh = _nb(ROOT / "labs" / "zh" / lab / f"{lab}.ipynb")
+    assert [c["id"] for c in zh["cells"]] == [c["id"] for c in en["cells"]]
+    assert [c["cell_type"] for c in zh["cells"]] == [c["cell_type"] for c in en["cells"]]
+    for a, b in zip(en["cells"], zh["cells"]):
+        meta_a, meta_b = json.loads(json.dumps(a["metadata"])), json.loads(json.dumps(b["metadata"]))
+        if a["cell_type"] == "markdown":  # nbgrader's checksum covers the text, which is translated
+            meta_a.get("nbgrader", {}).pop("checksum", None)
+            meta_b.get("nbgrader", {}).pop("checksum", None)
+        assert meta_b == meta_a, f"cell {a['id']}: metadata (grade id, points, tags) differ"
+        if a["cell_type"] == "code":
+            assert b["source"] == a["source"], f"cell {a['id']}: code differs"
+    assert zh["metadata"].get("language") == "zh-CN"
+
+
+def test_the_translated_lab_is_in_chinese():
+    en = _nb(ROOT / "labs" / TRANSLATED / f"{TRANSLATED}.ipynb")
+    zh = _nb(ROOT / "labs" / "zh" / TRANSLATED / f"{TRANSLATED}.ipynb")
+    md = [(a, b) for a, b in zip(en["cells"], zh["cells"]) if a["cell_type"] == "markdown"]
+    changed = [b for a, b in md if a["source"] != b["source"]]
+    assert len(changed) == len([a for a, _ in md if "YOUR ANSWER HERE" not in "".join(a["source"])])
+    text = "".join("".join(b["source"]) for _, b in md)
+    assert "练习 1：点积分数（2 分）" in text and "<summary>提示</summary>" in text
+    assert "YOUR ANSWER HERE" in text  # the stub the grader looks for stays
+
+
+def test_nbgrader_validates_the_translated_solution(tmp_path):
+    """nbgrader's own `validate` runs the Chinese solution and finds every test passing."""
+    labs.translated_solutions(ROOT, [TRANSLATED], "zh", tmp_path)
+    nb = tmp_path / TRANSLATED / f"{TRANSLATED}.ipynb"
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "validate", str(nb)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+    assert done.returncode == 0 and "Success! Your notebook passes all the tests." in done.stdout, (
+        done.stdout[-2000:] + done.stderr[-2000:])
+
+
+def test_same_answers_same_totals_in_both_languages(tmp_path):
+    """The English and the Chinese solution of every lab, and both blank labs, graded by the same `qkv grade`."""
+    solutions = tmp_path / "zh-solutions"
+    labs.translated_solutions(ROOT, LABS, "zh", solutions)
+    batch = []
+    for lab in LABS:
+        batch += [
+            (lab, "en-solution", (ROOT / "solutions" / lab / f"{lab}.ipynb").read_bytes()),
+            (lab, "zh-solution", (solutions / lab / f"{lab}.ipynb").read_bytes()),
+            (lab, "en-blank", (ROOT / "labs" / lab / f"{lab}.ipynb").read_bytes()),
+            (lab, "zh-blank", (ROOT / "labs" / "zh" / lab / f"{lab}.ipynb").read_bytes()),
+        ]
+    results = grade_across_labs(batch, tmp_path / "grade")
+    for lab in LABS:
+        items = {who: points(results[(lab, who)]) for who in ("en-solution", "zh-solution", "en-blank", "zh-blank")}
+        total = {who: sum(p.values()) for who, p in items.items()}
+        assert items["zh-solution"] == items["en-solution"] and total["en-solution"] > 0, (lab, total)
+        assert items["zh-blank"] == items["en-blank"] and total["en-blank"] < total["en-solution"], (lab, total)
