@@ -18,7 +18,7 @@ SHAPES = [  # (batch dims, L, S, d_k, d_v)
 
 
 def rand(*shape, dtype=torch.float32, device="cpu", seed=None):
-    g = torch.Generator().manual_seed(seed if seed is not None else torch.seed() % 2**31)
+    g = torch.Generator().manual_seed(seed if seed is not None else int(torch.randint(2**31, ())))
     return torch.randn(*shape, generator=g, dtype=torch.float64).to(device=device, dtype=dtype)
 
 
@@ -63,7 +63,7 @@ def test_sdpa_matches_torch(shape, dtype, impl, device):
 def test_sdpa_with_random_mask_matches_torch(shape, impl, device):
     batch, L, S, d_k, d_v = shape
     q, k, v = qkv_inputs(*shape, dtype=torch.float64, device=device)
-    g = torch.Generator().manual_seed(torch.seed() % 2**31)
+    g = torch.Generator().manual_seed(int(torch.randint(2**31, ())))
     mask = torch.rand(*batch, L, S, generator=g) < 0.6
     mask[..., 0] = True  # every query keeps a key, so torch's result is defined everywhere
     mask = mask.to(device)

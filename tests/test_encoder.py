@@ -102,7 +102,9 @@ def test_tiny_transformer_matches_torch_stack(norm_first):
     tokens = torch.randint(V, (3, 9), generator=gen)
     logits, weights = model(tokens, need_weights=True)
     assert logits.shape == (3, 9, C) and weights.shape == (N, 3, H, 9, 9)
-    torch.testing.assert_close(model(tokens), logits)
+    plain_logits, no_weights = model(tokens)  # always a tuple, like the other modules
+    assert no_weights is None
+    torch.testing.assert_close(plain_logits, logits)
 
     # The table is computed in float64 and stored in float32 (the default dtype), hence 1e-7 here.
     torch.testing.assert_close(model.pe[:9], _closed_form_pe(9, d_model), rtol=0, atol=1e-7)
@@ -119,7 +121,7 @@ def test_accuracy_counts_argmax_hits():
     torch.manual_seed(6)
     model = qkv.TinyTransformer(5, 8, 2, 1)
     tokens = torch.randint(5, (4, 6))
-    pred = model(tokens).argmax(-1)
+    pred = model(tokens)[0].argmax(-1)
     targets = pred.clone()
     targets[0, :3] = (pred[0, :3] + 1) % 5  # three of 24 positions wrong
     assert model.accuracy(tokens, targets) == pytest.approx(21 / 24)
@@ -142,7 +144,7 @@ def _train_reversal_and_check():
     opt = torch.optim.Adam(model.parameters(), lr=3e-3)
     for _ in range(250):
         x, y = qkv.reversal_batch(64, 6, 8, generator=gen)
-        loss = nn.functional.cross_entropy(model(x).flatten(0, 1), y.flatten())
+        loss = nn.functional.cross_entropy(model(x)[0].flatten(0, 1), y.flatten())
         opt.zero_grad()
         loss.backward()
         opt.step()

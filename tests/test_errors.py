@@ -119,3 +119,24 @@ def test_positional_sizes():
 def test_chunked_block_size():
     with pytest.raises(ValueError, match=r"block_size must be a positive int; got 0"):
         qkv.chunked_attention(q, k, v, block_size=0)
+
+
+# A bool is an int in Python: every count refuses True/False instead of reading them as 1/0.
+BOOL_AS_COUNT = [
+    ("L", lambda: qkv.causal_mask(True)),
+    ("window", lambda: qkv.local_mask(4, True)),
+    ("num_heads", lambda: qkv.split_heads(torch.randn(2, 5, 8), True)),
+    ("num_heads", lambda: qkv.MultiHeadAttention(8, True)),
+    ("d_model", lambda: qkv.MultiHeadAttention(True, 1)),
+    ("d_model", lambda: qkv.sinusoidal_positional_encoding(4, True)),
+    ("offset", lambda: qkv.sinusoidal_shift_matrix(True, 4)),
+    ("block_size", lambda: qkv.chunked_attention(q, k, v, block_size=True)),
+    ("num_layers", lambda: qkv.TinyTransformer(10, 8, 2, True)),
+    ("seq_len", lambda: qkv.reversal_batch(2, True, 10)),
+]
+
+
+@pytest.mark.parametrize(("name", "call"), BOOL_AS_COUNT, ids=[f"{n}-{i}" for i, (n, _) in enumerate(BOOL_AS_COUNT)])
+def test_booleans_are_not_counts(name, call):
+    with pytest.raises(ValueError, match=rf"^{name} must be (a positive int|an int >= 0|an int); got True$"):
+        call()

@@ -15,7 +15,6 @@ CASES = [  # (B, L, S, d_model, H)
 
 
 def torch_mha(d_model, H, bias=True, dtype=torch.float64, device="cpu"):
-    torch.manual_seed(torch.seed() % 2**31)
     m = torch.nn.MultiheadAttention(d_model, H, bias=bias, batch_first=True).to(device=device, dtype=dtype)
     if bias:  # PyTorch initialises the biases to zero; make them count
         torch.nn.init.normal_(m.in_proj_bias)

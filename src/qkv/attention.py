@@ -19,11 +19,12 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 
-from .shapes import require, require_same_device_dtype, require_tensor, shape_of
+from .validate import check_mask, check_qkv, require, require_choice, require_same_device_dtype, require_tensor, shape_of
 
-__all__ = ["softmax", "scaled_dot_product_attention", "column_attention", "check_mask"]
+__all__ = ["softmax", "scaled_dot_product_attention", "column_attention"]
 
 Impl = Literal["auto", "explicit", "fused"]
+IMPLS = ("auto", "explicit", "fused")
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 
@@ -62,39 +63,6 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     total = e.sum(dim=dim, keepdim=True)
     out = e / torch.where(total > 0, total, torch.ones_like(total))
     return out.to(x.dtype)
-
-
-def check_mask(mask: object, target: tuple[int, ...], *, name: str = "mask") -> torch.Tensor:
-    """Check that ``mask`` is boolean and broadcasts to ``target`` without enlarging it."""
-    mask = require_tensor(name, mask)
-    require(mask.dtype == torch.bool, name, "a boolean tensor (True = may attend)", f"dtype {mask.dtype}")
-    try:
-        ok = torch.broadcast_shapes(mask.shape, target) == torch.Size(target)
-    except RuntimeError:
-        ok = False
-    require(ok and mask.dim() <= len(target), name, f"broadcastable to {target}", mask)
-    return mask
-
-
-def _check_qkv(q: object, k: object, v: object) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    q = require_tensor("query", q, min_dim=2, floating=True)
-    k = require_tensor("key", k, min_dim=2, floating=True)
-    v = require_tensor("value", v, min_dim=2, floating=True)
-    require_same_device_dtype(("query", "key", "value"), (q, k, v))
-    batch, d_k = q.shape[:-2], q.shape[-1]
-    require(
-        k.dim() == q.dim() and k.shape[:-2] == batch and k.shape[-1] == d_k,
-        "key",
-        f"(..., S, d_k) with leading dims {tuple(batch)} and d_k={d_k} like query {shape_of(q)}",
-        k,
-    )
-    require(
-        v.dim() == k.dim() and v.shape[:-1] == k.shape[:-1],
-        "value",
-        f"(..., S, d_v) with (..., S) = {shape_of(k)[:-1]} like key {shape_of(k)}",
-        v,
-    )
-    return q, k, v
 
 
 def scaled_dot_product_attention(
@@ -144,8 +112,8 @@ def scaled_dot_product_attention(
     >>> out.shape, w.shape
     (torch.Size([2, 5, 3]), torch.Size([2, 5, 7]))
     """
-    q, k, v = _check_qkv(q, k, v)
-    require(impl in ("auto", "explicit", "fused"), "impl", "'auto', 'explicit' or 'fused'", repr(impl))
+    q, k, v = check_qkv(q, k, v)
+    require_choice("impl", impl, IMPLS)
     require(
         not (impl == "fused" and return_weights),
         "impl",

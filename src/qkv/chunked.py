@@ -21,8 +21,7 @@ import math
 
 import torch
 
-from .attention import _check_qkv
-from .shapes import require
+from .validate import check_qkv, require_int
 
 __all__ = ["chunked_attention"]
 
@@ -67,8 +66,8 @@ def chunked_attention(
     >>> torch.allclose(qkv.chunked_attention(q, k, v, block_size=16), qkv.scaled_dot_product_attention(q, k, v), atol=1e-6)
     True
     """
-    q, k, v = _check_qkv(q, k, v)
-    require(isinstance(block_size, int) and block_size > 0, "block_size", "a positive int", repr(block_size))
+    q, k, v = check_qkv(q, k, v)
+    require_int("block_size", block_size)
     if scale is None:
         scale = 1.0 / math.sqrt(q.shape[-1])
     L, S = q.shape[-2], k.shape[-2]

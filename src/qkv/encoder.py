@@ -14,13 +14,10 @@ from torch import nn
 from .attention import Impl
 from .multihead import MultiHeadAttention
 from .positional import sinusoidal_positional_encoding
-from .shapes import require, require_tensor
+from .validate import require, require_int, require_tensor
 
 __all__ = ["TransformerEncoderLayer", "TinyTransformer"]
 
-
-def _require_positive_int(name: str, n: object) -> None:
-    require(isinstance(n, int) and not isinstance(n, bool) and n > 0, name, "a positive int", repr(n))
 
 
 class TransformerEncoderLayer(nn.Module):
@@ -72,10 +69,10 @@ class TransformerEncoderLayer(nn.Module):
         impl: Impl = "auto",
     ) -> None:
         super().__init__()
-        _require_positive_int("d_model", d_model)
+        require_int("d_model", d_model)
         d_ff = 4 * d_model if d_ff is None else d_ff
-        _require_positive_int("d_ff", d_ff)
-        require(isinstance(dropout, (int, float)) and 0.0 <= dropout < 1.0, "dropout", "a float in [0, 1)", repr(dropout))
+        require_int("d_ff", d_ff)
+        require(isinstance(dropout, (int, float)) and not isinstance(dropout, bool) and 0.0 <= dropout < 1.0, "dropout", "a float in [0, 1)", repr(dropout))
         self.norm_first = bool(norm_first)
         self.self_attn = MultiHeadAttention(d_model, num_heads, impl=impl)
         self.linear1 = nn.Linear(d_model, d_ff)  # W_1
@@ -165,9 +162,9 @@ class TinyTransformer(nn.Module):
     ) -> None:
         super().__init__()
         for name, n in (("vocab_size", vocab_size), ("num_layers", num_layers), ("max_len", max_len)):
-            _require_positive_int(name, n)
+            require_int(name, n)
         num_classes = vocab_size if num_classes is None else num_classes
-        _require_positive_int("num_classes", num_classes)
+        require_int("num_classes", num_classes)
         self.vocab_size, self.max_len = vocab_size, max_len
         self.embed = nn.Embedding(vocab_size, d_model)  # E
         pe = sinusoidal_positional_encoding(max_len, d_model)  # (max_len, d_model)
@@ -180,11 +177,12 @@ class TinyTransformer(nn.Module):
 
     def forward(
         self, tokens: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False
-    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Map token ids ``tokens`` (B, L) to logits (B, L, num_classes).
 
-        ``mask`` (True = may attend) is passed to every layer. With ``need_weights`` also returns
-        the attention weights of every layer stacked, ``(num_layers, B, H, L, L)``.
+        ``mask`` (True = may attend) is passed to every layer. Returns ``(logits, weights)`` like the
+        other modules: weights are every layer's attention weights stacked, ``(num_layers, B, H, L, L)``,
+        if ``need_weights`` else ``None``.
         """
         tokens = require_tensor("tokens", tokens)
         require(
@@ -204,9 +202,7 @@ class TinyTransformer(nn.Module):
             x, weights = layer(x, mask=mask, need_weights=need_weights)  # (B, L, d_model)
             all_weights.append(weights)
         logits = self.head(self.final_norm(x))  # (B, L, num_classes)
-        if need_weights:
-            return logits, torch.stack(all_weights)  # (num_layers, B, H, L, L)
-        return logits
+        return logits, torch.stack(all_weights) if need_weights else None  # weights (num_layers, B, H, L, L)
 
     @torch.no_grad()
     def accuracy(self, tokens: torch.Tensor, targets: torch.Tensor) -> float:
@@ -215,6 +211,6 @@ class TinyTransformer(nn.Module):
         require(targets.shape == tokens.shape, "targets", f"the shape of tokens {tuple(tokens.shape)}", targets)
         was_training = self.training
         self.eval()  # no dropout while measuring
-        logits = self(tokens)  # (B, L, num_classes)
+        logits, _ = self(tokens)  # (B, L, num_classes)
         self.train(was_training)
         return (logits.argmax(-1) == targets).float().mean().item()

@@ -9,16 +9,12 @@ from collections.abc import Sequence
 
 import torch
 
-from .shapes import require, require_tensor
+from .validate import require, require_int, require_tensor
 
 __all__ = ["causal_mask", "local_mask", "padding_mask", "graph_mask"]
 
 Device = torch.device | str | None
 
-
-def _require_size(name: str, n: object) -> int:
-    require(isinstance(n, int) and not isinstance(n, bool) and n > 0, name, "a positive int", repr(n))
-    return int(n)  # type: ignore[arg-type]
 
 
 def causal_mask(L: int, S: int | None = None, *, device: Device = None) -> torch.Tensor:
@@ -39,8 +35,8 @@ def causal_mask(L: int, S: int | None = None, *, device: Device = None) -> torch
             [1, 1, 0],
             [1, 1, 1]], dtype=torch.int32)
     """
-    L = _require_size("L", L)
-    S = L if S is None else _require_size("S", S)
+    L = require_int("L", L)
+    S = L if S is None else require_int("S", S)
     return torch.ones(L, S, dtype=torch.bool, device=device).tril()
 
 
@@ -63,8 +59,8 @@ def local_mask(L: int, window: int, *, device: Device = None) -> torch.Tensor:
             [0, 1, 1, 1],
             [0, 0, 1, 1]], dtype=torch.int32)
     """
-    L = _require_size("L", L)
-    require(isinstance(window, int) and not isinstance(window, bool) and window >= 0, "window", "an int >= 0", repr(window))
+    L = require_int("L", L)
+    require_int("window", window, minimum=0)
     pos = torch.arange(L, device=device)
     return (pos[:, None] - pos[None, :]).abs() <= window  # (L, L)
 
@@ -95,7 +91,7 @@ def padding_mask(lengths: torch.Tensor | Sequence[int], max_len: int | None = No
     require(not lengths.is_floating_point() and not lengths.dtype == torch.bool, "lengths", "integers", f"dtype {lengths.dtype}")
     require(bool((lengths >= 0).all()), "lengths", "non-negative", lengths.tolist())
     longest = int(lengths.max())
-    S = longest if max_len is None else _require_size("max_len", max_len)
+    S = longest if max_len is None else require_int("max_len", max_len)
     require(longest <= S, "max_len", f">= the longest length {longest}", S)
     lengths = lengths.to(device if device is not None else lengths.device)
     keys = torch.arange(S, device=lengths.device)

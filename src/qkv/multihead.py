@@ -10,8 +10,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .attention import Impl, check_mask, scaled_dot_product_attention
-from .shapes import require, require_same_device_dtype, require_tensor, shape_of
+from .attention import IMPLS, Impl, scaled_dot_product_attention
+from .validate import check_mask, require, require_choice, require_int, require_same_device_dtype, require_tensor, shape_of
 
 __all__ = ["split_heads", "merge_heads", "MultiHeadAttention"]
 
@@ -29,7 +29,7 @@ def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
     torch.Size([2, 3, 5, 4])
     """
     x = require_tensor("x", x)
-    require(isinstance(num_heads, int) and num_heads > 0, "num_heads", "a positive int", repr(num_heads))
+    require_int("num_heads", num_heads)
     require(x.dim() == 3, "x", "(B, L, d_model)", x)
     B, L, d_model = x.shape
     require(d_model % num_heads == 0, "x", f"(B, L, d_model) with d_model divisible by num_heads={num_heads}", x)
@@ -82,24 +82,29 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, bias: bool = True, impl: Impl = "auto") -> None:
         super().__init__()
-        require(isinstance(d_model, int) and d_model > 0, "d_model", "a positive int", repr(d_model))
-        require(isinstance(num_heads, int) and num_heads > 0, "num_heads", "a positive int", repr(num_heads))
+        require_int("d_model", d_model)
+        require_int("num_heads", num_heads)
         require(d_model % num_heads == 0, "num_heads", f"a divisor of d_model={d_model}", num_heads)
-        require(impl in ("auto", "explicit", "fused"), "impl", "'auto', 'explicit' or 'fused'", repr(impl))
+        require_choice("impl", impl, IMPLS)
         self.d_model, self.num_heads, self.impl = d_model, num_heads, impl
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)  # W^Q
         self.k_proj = nn.Linear(d_model, d_model, bias=bias)  # W^K
         self.v_proj = nn.Linear(d_model, d_model, bias=bias)  # W^V
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)  # W^O
 
-    def _project(self, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor):
-        if query is key and key is value:  # self-attention: one wide product instead of three
-            weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])  # (3*d_model, d_model)
-            bias = None
-            if self.q_proj.bias is not None:
-                bias = torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])
-            return F.linear(query, weight, bias).chunk(3, dim=-1)
-        return self.q_proj(query), self.k_proj(key), self.v_proj(value)
+    def project_packed(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Self-attention's Q, K, V from one ``(B, L, d_model) @ (d_model, 3 * d_model)`` product.
+
+        The same numbers as ``q_proj(x), k_proj(x), v_proj(x)``, as PyTorch's ``in_proj_weight`` computes
+        them: one wide matrix product reads ``x`` once instead of three times. The stacked weight is
+        rebuilt on each call (3 * d_model^2 numbers copied, small beside the product's B * L * 3 * d_model^2
+        multiply-adds), so that training ``q_proj``, ``k_proj`` and ``v_proj`` needs no bookkeeping.
+        """
+        weight = torch.cat([self.q_proj.weight, self.k_proj.weight, self.v_proj.weight])  # (3*d_model, d_model)
+        bias = None
+        if self.q_proj.bias is not None:
+            bias = torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])  # (3*d_model,)
+        return F.linear(x, weight, bias).chunk(3, dim=-1)  # 3 x (B, L, d_model)
 
     def forward(
         self,
@@ -133,7 +138,10 @@ class MultiHeadAttention(nn.Module):
                 mask = check_mask(mask, (B, L, S)).unsqueeze(1)  # (B, 1, L, S)
             mask = check_mask(mask, (B, self.num_heads, L, S))
 
-        q, k, v = self._project(query, key, value)  # each (B, *, d_model)
+        if query is key and key is value:  # self-attention: one packed product (see project_packed)
+            q, k, v = self.project_packed(query)  # each (B, L, d_model)
+        else:
+            q, k, v = self.q_proj(query), self.k_proj(key), self.v_proj(value)  # (B, L|S|S, d_model)
         q = split_heads(q, self.num_heads)  # (B, H, L, d_k)
         k = split_heads(k, self.num_heads)  # (B, H, S, d_k)
         v = split_heads(v, self.num_heads)  # (B, H, S, d_k)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from .shapes import require
+from .validate import require, require_int
 
 __all__ = ["sinusoidal_positional_encoding", "sinusoidal_shift_matrix"]
 
@@ -17,10 +17,6 @@ __all__ = ["sinusoidal_positional_encoding", "sinusoidal_shift_matrix"]
 def _frequencies(d_model: int, base: float, device, dtype) -> torch.Tensor:
     i2 = torch.arange(0, d_model, 2, device=device, dtype=torch.float64)  # 2i
     return (base ** (-i2 / d_model)).to(dtype)  # (ceil(d_model / 2),)
-
-
-def _require_positive(name: str, n: object) -> None:
-    require(isinstance(n, int) and not isinstance(n, bool) and n > 0, name, "a positive int", repr(n))
 
 
 def sinusoidal_positional_encoding(
@@ -47,8 +43,8 @@ def sinusoidal_positional_encoding(
     >>> pe.shape, pe[0, :4].tolist()
     (torch.Size([50, 16]), [0.0, 1.0, 0.0, 1.0])
     """
-    _require_positive("num_positions", num_positions)
-    _require_positive("d_model", d_model)
+    require_int("num_positions", num_positions)
+    require_int("d_model", d_model)
     require(base > 1, "base", "> 1", base)
     omega = _frequencies(d_model, base, device, torch.float64)  # (ceil(d/2),)
     angles = torch.arange(num_positions, device=device, dtype=torch.float64)[:, None] * omega  # (P, ceil(d/2))
@@ -77,8 +73,8 @@ def sinusoidal_shift_matrix(
     -------
     Tensor (d_model, d_model); ``d_model`` must be even.
     """
-    require(isinstance(offset, int) and not isinstance(offset, bool), "offset", "an int", repr(offset))
-    _require_positive("d_model", d_model)
+    require_int("offset", offset, minimum=None)
+    require_int("d_model", d_model)
     require(d_model % 2 == 0, "d_model", "even (sin/cos pairs)", d_model)
     angle = offset * _frequencies(d_model, base, device, torch.float64)  # (d/2,)
     c, s = torch.cos(angle), torch.sin(angle)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import torch
 
-from .shapes import require
+from .validate import require_int
 
 __all__ = ["reversal_batch", "sorting_batch"]
 
 
 def _tokens(batch_size: int, seq_len: int, vocab_size: int, generator: torch.Generator | None) -> torch.Tensor:
     for name, n in (("batch_size", batch_size), ("seq_len", seq_len), ("vocab_size", vocab_size)):
-        require(isinstance(n, int) and n > 0, name, "a positive int", repr(n))
+        require_int(name, n)
     return torch.randint(vocab_size, (batch_size, seq_len), generator=generator)  # (B, L)
 
 
