@@ -1,6 +1,6 @@
 """Sphinx extension for the qkv book: pages that load with no JavaScript error and no internet.
 
-Registered in _config.yml under `sphinx.local_extensions`. It does three small things:
+Registered in _config.yml under `sphinx.local_extensions`. It does these small things:
 
 1. **Each inline script once.** Sphinx 7.4 writes an inline script (one added with ``add_js_file(None, body=...)``)
    twice when an extension adds it after the HTML builder was created: ``Sphinx.add_js_file`` hands the builder the
@@ -20,12 +20,22 @@ Registered in _config.yml under `sphinx.local_extensions`. It does three small t
 4. **MathJax on every page.** Sphinx loads MathJax only on pages that contain math, but the navigation sidebar of
    every page shows every page's title, and a title may hold math (``why divide by $\sqrt{d_k}$?``); on a page
    without math of its own that title stayed raw TeX. The local copy costs no network, so load it everywhere.
+5. **Alt text for figures drawn inside widgets.** myst-nb gives a cell's image outputs the alt text of the cell's
+   ``mystnb: image: alt:`` metadata, but an image that a widget draws (a plot in an ``ipywidgets.Output`` under a
+   slider) is made in the browser by the widget manager, which writes no ``alt``. Here each widget view of a cell
+   with that metadata is wrapped in ``<div class="qkv-widget-alt" data-qkv-alt="...">``, and
+   ``assets/qkv/widgets-config.js`` copies the text onto every image the manager puts inside it.
+6. **Accessibility fixes for the theme's markup** (``assets/qkv/a11y.js``, on every page): names that differ from
+   the visible text, decorative icons with titles, slider handles without a name; see that file.
 """
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
+
+from docutils import nodes
 
 from sphinx.application import Sphinx
 from sphinx.config import Config
@@ -39,6 +49,7 @@ REQUIRED_ASSETS = (
     "vendor/requirejs/require.js",
     "vendor/html-manager/embed-amd.js",
     "qkv/widgets-config.js",
+    "qkv/a11y.js",
 )
 OWN_PREFIXES = ("vendor/", "qkv/")
 
@@ -94,10 +105,30 @@ def dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict,
         scripts[:] = unique
 
 
+WIDGET_VIEW = '<script type="application/vnd.jupyter.widget-view+json">'
+
+
+def widget_alt_text(app: Sphinx, doctree: nodes.document) -> None:
+    """Wrap the widget views of a cell that has ``mystnb: image: alt:`` in a div carrying that text (item 5)."""
+    for cell in doctree.findall(nodes.container):
+        if cell.get("nb_element") != "cell_code":
+            continue
+        mystnb = (cell.get("cell_metadata") or {}).get("mystnb") or {}
+        alt = (mystnb.get("image") or {}).get("alt") or (mystnb.get("figure") or {}).get("alt")
+        if not alt:
+            continue
+        for raw in cell.findall(nodes.raw):
+            if raw.get("format") == "html" and WIDGET_VIEW in raw.astext() and "qkv-widget-alt" not in raw.astext():
+                text = f'<div class="qkv-widget-alt" data-qkv-alt="{html.escape(str(alt), quote=True)}">{raw.astext()}</div>'
+                raw.replace_self(nodes.raw(text=text, format="html"))
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.set_html_assets_policy("always")  # MathJax on every page (item 4 above)
+    app.add_js_file("qkv/a11y.js")  # item 6 above, on every page
     app.connect("config-inited", drop_auto_added_assets, priority=900)
     app.connect("builder-inited", check_assets)
+    app.connect("doctree-read", widget_alt_text)
     # Late, after the extensions that add per-page scripts (MathJax, myst-nb's widget scripts) have run.
     app.connect("html-page-context", dedupe_scripts, priority=900)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -9,6 +9,9 @@
  * 2. The widget manager typesets descriptions with MathJax 2's API (MathJax.Hub.Queue) whenever window.MathJax
  *    exists; the book loads MathJax 3, which has no Hub. Give it a Hub.Queue that calls MathJax 3's typesetPromise.
  *    MathJax is loaded with `defer`, so it exists once the document is parsed, and widgets render later, on `load`.
+ * 3. The widget manager writes images without alt text. The book's Sphinx extension (_ext/qkv_offline.py) wraps the
+ *    widget views of a cell that has `mystnb: image: alt:` metadata in <div class="qkv-widget-alt" data-qkv-alt>;
+ *    every image the manager puts inside such a div gets that text as its alt, now and after each redraw.
  */
 (function () {
   "use strict";
@@ -38,5 +41,17 @@
           });
       },
     };
+  });
+  function labelImages(root) {
+    var images = root.querySelectorAll ? root.querySelectorAll(".qkv-widget-alt img:not([alt])") : [];
+    Array.prototype.forEach.call(images, function (img) {
+      img.setAttribute("alt", img.closest(".qkv-widget-alt").getAttribute("data-qkv-alt"));
+    });
+  }
+  document.addEventListener("DOMContentLoaded", function () {
+    labelImages(document);
+    new MutationObserver(function () {
+      labelImages(document);
+    }).observe(document.body, { childList: true, subtree: true });
   });
 })();

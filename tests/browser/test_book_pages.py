@@ -8,11 +8,15 @@ contents. The book is not built here: `make test` builds it once (`make book`) a
 - math: MathJax 3 present and every math node typeset, no `mjx-merror`, no raw TeX (`$$`, `\\frac`, ...) in the text;
 - every image loaded; saved widget state rendered into widgets;
 - every internal link pointing at a file (and an anchor) that exists;
-- lab pages (under labs/): the launch buttons of every service `_config.yml` configures, and no traceback shown.
+- lab pages (under labs/): the launch buttons of every service `_config.yml` configures, and no traceback shown;
+- every image in the content with alt text that describes it: missing alt text, or a file path as alt text (what
+  myst-nb writes when a cell has no `mystnb: image: alt:` metadata), fails;
+- accessibility: axe-core (pinned in package.json, installed by `npm ci` into node_modules/) injected into the
+  page, in the light and in the dark theme: no violation of impact "serious" or "critical".
 
 A full-page screenshot of each page, light and dark theme, goes to `<html>/../screenshots/{light,dark}/`
-(`_build/screenshots/`), and a JSON summary with advisory findings (images without alt text, skipped heading
-levels, code blocks that scroll sideways) to `<html>/../screenshots/report/`.
+(`_build/screenshots/`), and a JSON summary (axe-core's findings of every impact, and advisory findings: skipped
+heading levels, code blocks that scroll sideways) to `<html>/../screenshots/report/`.
 """
 
 from __future__ import annotations
@@ -87,26 +91,16 @@ def launch_services() -> dict[str, str]:
 
 PAGES = toc_pages()
 
+AXE = REPO / "node_modules" / "axe-core" / "axe.min.js"
+AXE_TAGS = ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]
+BLOCKING_IMPACTS = ("serious", "critical")
+IMAGE_FILE = re.compile(r"\.(?:png|jpe?g|gif|svg|webp)(?:[?#]|$)", re.IGNORECASE)
+
 # One async function that inspects a loaded page: images, math, widgets, links, launch buttons, headings.
 INSPECT_JS = r"""
 async () => {
   const out = {};
   const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-  // Images, lazy ones included.
-  const images = Array.from(document.images);
-  images.forEach((img) => { if (img.loading === "lazy") img.loading = "eager"; });
-  await Promise.all(images.map((img) => img.complete ? null : new Promise((resolve) => {
-    img.addEventListener("load", resolve, { once: true });
-    img.addEventListener("error", resolve, { once: true });
-    setTimeout(resolve, 15000);
-  })));
-  out.images = images.map((img) => ({
-    src: img.currentSrc || img.src,
-    loaded: img.complete && img.naturalWidth > 0,
-    alt: img.getAttribute("alt"),
-    inContent: !!img.closest("main, article, .bd-article"),
-  }));
 
   // Math: wait for MathJax's first typesetting pass.
   const mathNodes = Array.from(document.querySelectorAll(".math"));
@@ -140,6 +134,21 @@ async () => {
   out.widgetErrors = Array.from(document.querySelectorAll(".widget-subarea")).filter(
     (a) => /Error (displaying|rendering|creating) widget|Failed to load model class/.test(a.textContent)).map((a) => a.textContent.slice(0, 200));
   out.sliders = document.querySelectorAll(".widget-subarea .widget-slider, .widget-subarea .noUi-target").length;
+
+  // Images, lazy ones included; after the widgets, whose plots are images too.
+  const images = Array.from(document.images);
+  images.forEach((img) => { if (img.loading === "lazy") img.loading = "eager"; });
+  await Promise.all(images.map((img) => img.complete ? null : new Promise((resolve) => {
+    img.addEventListener("load", resolve, { once: true });
+    img.addEventListener("error", resolve, { once: true });
+    setTimeout(resolve, 15000);
+  })));
+  out.images = images.map((img) => ({
+    src: img.currentSrc || img.src,
+    loaded: img.complete && img.naturalWidth > 0,
+    alt: img.getAttribute("alt"),
+    inContent: !!img.closest("main, article, .bd-article"),
+  }));
 
   // Links, launch buttons, tracebacks, headings.
   out.links = Array.from(document.querySelectorAll("a[href]")).map((a) => a.href);
@@ -241,23 +250,70 @@ def check_loaded_page(page, traffic, name: str, base: str | None) -> tuple[list[
     return problems, info
 
 
-def advisories(info: dict) -> dict:
-    """Things a reader would notice that are not hard failures: alt text, heading order, code wider than the page."""
-    def short(src: str) -> str:
-        return src.split(";", 1)[0] + " (inline)" if src.startswith("data:") else src.rsplit("/", 1)[-1]
+def short_src(src: str) -> str:
+    return src.split(";", 1)[0] + " (inline)" if src.startswith("data:") else src.rsplit("/", 1)[-1]
 
-    no_alt = [
-        short(i["src"])
-        for i in info["images"]
-        if i["inContent"] and (not (i["alt"] or "").strip() or (i["alt"] or "").split("/")[-1] == short(i["src"]))
-    ]
+
+def alt_text_problem(alt: str | None, src: str) -> str | None:
+    """Why an image's alt text does not describe it (None when it may): missing, or a file name or path."""
+    text = (alt or "").strip()
+    if not text:
+        return f"image without alt text: {short_src(src)}"
+    pathlike = (
+        text.rsplit("/", 1)[-1] == short_src(src)
+        or IMAGE_FILE.search(text) is not None
+        or (("/" in text or "\\" in text) and " " not in text)
+    )
+    if pathlike:
+        return f"image whose alt text is a file path, not a description: {text!r} ({short_src(src)})"
+    return None
+
+
+def alt_text_problems(info: dict) -> list[str]:
+    found = (alt_text_problem(i["alt"], i["src"]) for i in info["images"] if i["inContent"])
+    return [p for p in found if p]
+
+
+def axe_violations(page) -> list[dict]:
+    """Run axe-core in the page as it is now; every violation, each with its impact and the nodes it names."""
+    if not AXE.is_file():
+        pytest.fail(f"{AXE} not found: run `npm ci --ignore-scripts` (make book does); axe-core is pinned in "
+                    "package.json", pytrace=False)
+    if not page.evaluate("() => typeof window.axe !== 'undefined'"):
+        page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
+    return page.evaluate(
+        """async (tags) => {
+             const result = await window.axe.run(document, {
+               runOnly: { type: "tag", values: tags }, resultTypes: ["violations"] });
+             return result.violations.map((v) => ({
+               id: v.id, impact: v.impact, help: v.help,
+               nodes: v.nodes.map((n) => ({ target: n.target.join(" "), summary: (n.failureSummary || "").slice(0, 300) })),
+             }));
+           }""",
+        AXE_TAGS,
+    )
+
+
+def blocking(violations: list[dict], mode: str) -> list[str]:
+    out = []
+    for v in violations:
+        if v["impact"] in BLOCKING_IMPACTS:
+            targets = "; ".join(n["target"] for n in v["nodes"][:5])
+            more = f" (+{len(v['nodes']) - 5} more)" if len(v["nodes"]) > 5 else ""
+            summary = v["nodes"][0]["summary"].replace("\n", " ") if v["nodes"] else ""
+            out.append(f"axe-core, {mode} theme, {v['impact']}: {v['id']} ({v['help']}) at {targets}{more}: {summary}")
+    return out
+
+
+def advisories(info: dict) -> dict:
+    """Things a reader would notice that are not hard failures: heading order, code wider than the page."""
     skips = []
     previous = None
     for level, text in info["headings"]:
         if previous is not None and level > previous + 1:
             skips.append(f"h{previous} -> h{level} ({text})")
         previous = level
-    return {"images_without_alt_text": no_alt, "heading_level_skips": skips, "code_scrolling_sideways": info["wideCode"]}
+    return {"heading_level_skips": skips, "code_scrolling_sideways": info["wideCode"]}
 
 
 def screenshot_path(mode: str, name: str) -> Path:
@@ -292,10 +348,13 @@ def check_page(name, book_url, browser_context):
     try:
         page.goto(book_url + f"{name}.html", wait_until="load")
         problems, info = check_loaded_page(page, traffic, name, book_url)
-        set_theme(page, "light")
-        page.screenshot(path=str(screenshot_path("light", name)), full_page=True)
-        set_theme(page, "dark")
-        page.screenshot(path=str(screenshot_path("dark", name)), full_page=True)
+        problems += alt_text_problems(info)
+        axe = {}
+        for mode in ("light", "dark"):
+            set_theme(page, mode)
+            page.screenshot(path=str(screenshot_path(mode, name)), full_page=True)
+            axe[mode] = axe_violations(page)
+            problems += blocking(axe[mode], mode)
         problems += [p for p in traffic.problems() if p not in problems]  # anything the theme switch caused
     finally:
         page.close()
@@ -307,6 +366,7 @@ def check_page(name, book_url, browser_context):
         "widget_views": info["widgetViews"],
         "sliders": info["sliders"],
         "problems": problems,
+        "axe_violations": axe,
         **advisories(info),
     }
     report_path = SCREENSHOTS / "report" / f"{name}.json"
@@ -368,3 +428,17 @@ def test_opened_from_disk(kind, marker, book_url, browser_context):
     else:
         assert info["widgetViews"] > 0 and not info["unrenderedWidgets"]
     assert not problems, f"{name}.html opened from disk:\n  " + "\n  ".join(problems)
+
+
+@pytest.mark.parametrize("alt, src, bad", [
+    (None, "../_images/a1b2.png", True),
+    ("  ", "../_images/a1b2.png", True),
+    ("../_build/jupyter_execute/a1b2.png", "../_images/a1b2.png", True),  # myst-nb's default: the path
+    ("a1b2.png", "../_images/a1b2.png", True),
+    ("_images/other", "../_images/a1b2.png", True),
+    ("Two heat maps: the scores and the weights after a softmax along each row.", "../_images/a1b2.png", False),
+    ("Loss against step, falling from 2.3 to 0.01 (log scale).", "data:image/png;base64,AAAA", False),
+])
+def test_alt_text_rule(alt, src, bad):
+    """The alt-text rule itself: missing text and file paths fail, a description passes."""
+    assert (alt_text_problem(alt, src) is not None) == bad
