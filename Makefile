@@ -106,10 +106,14 @@ dist: $(STAMP)
 # starts from the authors' so that the two agree on every version they share.
 LOCK := $(BIN)/pip-compile --quiet --generate-hashes --strip-extras --no-emit-index-url --no-emit-find-links \
 	--unsafe-package torch --unsafe-package pip
+# The locks hold torch's dependencies as its CPU build declares them (CUDA's add several GB of nvidia packages): that
+# build must be reachable, e.g. PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu or a local find-links.
+TORCH_VERSION = $(shell sed -n 's/^torch==//p' requirements-torch.txt)
 lock: $(STAMP)
-	$(LOCK) --all-extras -o requirements.lock pyproject.toml 2>&1 | sed '$(PIP_NOISE)'
+	echo "torch==$(TORCH_VERSION)+cpu" > $(VENV)/torch-cpu.txt
+	$(LOCK) -c $(VENV)/torch-cpu.txt --all-extras -o requirements.lock pyproject.toml 2>&1 | sed '$(PIP_NOISE)'
 	cp requirements.lock requirements-lab.txt
-	$(LOCK) --extra course -o requirements-lab.txt pyproject.toml 2>&1 | sed '$(PIP_NOISE)'
+	$(LOCK) -c $(VENV)/torch-cpu.txt --extra course -o requirements-lab.txt pyproject.toml 2>&1 | sed '$(PIP_NOISE)'
 
 # Strip outputs from every committed notebook, keeping cell ids stable (the labs are regenerated, not stripped).
 STRIP_KEYS := metadata.jupytext metadata.widgets cell.metadata.lines_to_next_cell cell.metadata.execution
