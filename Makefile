@@ -1,32 +1,58 @@
 # The README's commands. Everything a fresh clone needs is installed from here.
 #   make book   build the HTML book into _build/html
 #   make test   every test (CI runs this through .ci/run)
-#   make lab    JupyterLab on a private copy of the labs (work/); `make lab EDITION=zh` for the Chinese labs
+#   make lab    JupyterLab on a private copy of the labs (work/), in its own small venv (.venv-lab);
+#               `make lab EDITION=zh` for the Chinese labs
+#   make dist   the wheel and sdist into dist/
+# torch comes in its own step, outside the hashed locks (its file differs per platform and index): the CPU build
+# by default; `make setup TORCH=cuda` (on a fresh .venv) takes PyPI's CUDA build instead.
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+LAB_VENV := .venv-lab
+LAB_STAMP := $(LAB_VENV)/.installed
+TORCH ?= cpu
+ifeq ($(filter $(TORCH),cpu cuda),)
+$(error TORCH must be cpu or cuda, got "$(TORCH)")
+endif
+TORCH_CPU_INDEX := https://download.pytorch.org/whl/cpu
+PIP_INSTALL = $(1)/python -m pip install --quiet --disable-pip-version-check
 JOBS ?= 2
 # pip's complaints about this machine's missing local index folders say nothing about the install.
 PIP_NOISE := /is ignored: it is neither a file nor a directory/d
 # Debian packages: bubblewrap (the grader's sandbox), chromium (browser tests), fonts-noto-cjk (the glossary's Chinese).
 APT_PACKAGES := bubblewrap chromium fonts-noto-cjk
 
-.PHONY: setup system vendor book test lab lock strip clean bench i18n
+.PHONY: setup system vendor book test lab dist lock strip clean bench i18n
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make book   build the book into _build/html"
 	@echo "make test   run every test (unit, property, notebooks, book build, grader, browser)"
-	@echo "make lab    open JupyterLab on your own copy of the labs in work/"
+	@echo "make lab    open JupyterLab on your own copy of the labs in work/ (installs only what the labs need)"
+	@echo "make dist   build the wheel and sdist into dist/"
 	@echo "make bench  benchmarks: attention, multi-head attention, notebooks and book build (tables + benchmarks/results/*.json)"
 
-$(STAMP): requirements.lock pyproject.toml
+# torch==X from requirements-torch.txt into the venv whose bin folder is $(1). CPU: a wheel that pip's own find-links
+# already offer is taken first, offline (--no-index fails at once where there is none); then PyPI plus PyPI's CPU
+# index on Linux, whose X+cpu wins over PyPI's CUDA X (macOS wheels on PyPI are CPU builds). Its dependencies are in
+# the locks, hence --no-deps. Where that index cannot be reached pip retries for a few seconds, then uses PyPI.
+define install_torch
+	if [ "$(TORCH)" = cuda ]; then $(call PIP_INSTALL,$(1)) -r requirements-torch.txt; \
+	elif $(call PIP_INSTALL,$(1)) --no-deps --no-index -r requirements-torch.txt 2>/dev/null; then :; \
+	else $(call PIP_INSTALL,$(1)) --no-deps --extra-index-url $(TORCH_CPU_INDEX) -r requirements-torch.txt; \
+	fi 2>&1 | sed '$(PIP_NOISE)'
+endef
+
+# The authors' venv: every pinned package (book, labs, grader, tests, tools), checked against the lock's hashes.
+$(STAMP): requirements.lock requirements-torch.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock 2>&1 | sed '$(PIP_NOISE)'
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e . 2>&1 | sed '$(PIP_NOISE)'
+	$(call PIP_INSTALL,$(BIN)) -r requirements.lock 2>&1 | sed '$(PIP_NOISE)'
+	$(call install_torch,$(BIN))
+	$(call PIP_INSTALL,$(BIN)) --no-deps --no-build-isolation -e . 2>&1 | sed '$(PIP_NOISE)'
 	touch $@
 
 setup: $(STAMP)
@@ -65,17 +91,42 @@ i18n: $(STAMP) vendor
 test: $(STAMP) system book
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadscope --nbval-lax --nbval-current-env
 
-# Students work on copies in work/ (git-ignored; never overwritten), with nbgrader's instructor tools hidden.
+# Students: their own venv with only what the labs need (requirements-lab.txt: JupyterLab, nbgrader's student
+# extensions, matplotlib, ipywidgets; hashed) and copies in work/ (git-ignored; never overwritten), with nbgrader's
+# instructor tools hidden. Containers often run as root: JupyterLab then needs --allow-root.
+$(LAB_STAMP): requirements-lab.txt requirements-torch.txt pyproject.toml
+	test -x $(LAB_VENV)/bin/python || $(PYTHON) -m venv $(LAB_VENV)
+	$(call PIP_INSTALL,$(LAB_VENV)/bin) -r requirements-lab.txt 2>&1 | sed '$(PIP_NOISE)'
+	$(call install_torch,$(LAB_VENV)/bin)
+	$(call PIP_INSTALL,$(LAB_VENV)/bin) --no-deps --no-build-isolation -e . 2>&1 | sed '$(PIP_NOISE)'
+	touch $@
+
 # EDITION=zh: the Chinese labs (labs/zh/), copied into work/zh/.
 EDITION ?= en
 WORK := work$(if $(filter-out en,$(EDITION)),/$(EDITION))
-lab: $(STAMP)
-	$(BIN)/python -m qkv.cli workspace $(WORK) --edition $(EDITION)
-	JUPYTER_CONFIG_PATH=$(CURDIR)/student/jupyter $(BIN)/jupyter lab --notebook-dir=$(WORK)
 
-lock:
-	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^qkv' | sed 's/^torch==\(.*\)+cpu/torch==\1/' > requirements.lock.new
-	@echo "Review requirements.lock.new, keep the header lines, then move it over requirements.lock"
+lab: $(LAB_STAMP)
+	$(LAB_VENV)/bin/python -m qkv.cli workspace $(WORK) --edition $(EDITION)
+	@root=""; if [ "$$(id -u)" = 0 ]; then root=--allow-root; echo "make lab: running as root, so JupyterLab starts with --allow-root"; fi; \
+	JUPYTER_CONFIG_PATH=$(CURDIR)/student/jupyter $(LAB_VENV)/bin/jupyter lab --notebook-dir=$(WORK) $$root
+
+# The wheel and sdist, built with the pinned build and setuptools (no isolated download: works offline).
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --no-isolation --outdir dist .
+
+# Both locks from pyproject.toml's extras, with hashes; torch (own step) and pip are left out. The student's lock
+# starts from the authors' so that the two agree on every version they share.
+LOCK := $(BIN)/pip-compile --quiet --generate-hashes --strip-extras --no-emit-index-url --no-emit-find-links \
+	--unsafe-package torch --unsafe-package pip
+# The locks hold torch's dependencies as its CPU build declares them (CUDA's add several GB of nvidia packages): that
+# build must be reachable, e.g. PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu or a local find-links.
+TORCH_VERSION = $(shell sed -n 's/^torch==//p' requirements-torch.txt)
+lock: $(STAMP)
+	echo "torch==$(TORCH_VERSION)+cpu" > $(VENV)/torch-cpu.txt
+	$(LOCK) -c $(VENV)/torch-cpu.txt --all-extras -o requirements.lock pyproject.toml 2>&1 | sed '$(PIP_NOISE)'
+	cp requirements.lock requirements-lab.txt
+	$(LOCK) -c $(VENV)/torch-cpu.txt --extra course -o requirements-lab.txt pyproject.toml 2>&1 | sed '$(PIP_NOISE)'
 
 # Strip outputs from every committed notebook, keeping cell ids stable (the labs are regenerated, not stripped).
 STRIP_KEYS := metadata.jupytext metadata.widgets cell.metadata.lines_to_next_cell cell.metadata.execution
@@ -90,4 +141,4 @@ bench: $(STAMP) vendor
 	$(BIN)/python benchmarks/gpu_check.py
 
 clean:
-	rm -rf _build
+	rm -rf _build dist build

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from .grader import GradeError, load_lab
 
-# Top-level packages a submission's notebook needs; pip resolves the rest. Versions come from requirements.lock.
+# Top-level packages a submission's notebook needs; pip resolves the rest. Versions come from requirements.lock
+# (torch's from requirements-torch.txt).
 PACKAGES = ["torch", "numpy", "matplotlib", "ipywidgets", "ipython"]
 
 SETUP = """#!/usr/bin/env bash
@@ -92,8 +93,8 @@ Built by `qkv gradescope-bundle {lab}`.
 
 
 def _pins(course: Path) -> list[str]:
-    lock = Path(course) / "requirements.lock"
-    text = lock.read_text() if lock.exists() else ""
+    locks = [Path(course) / name for name in ("requirements.lock", "requirements-torch.txt")]  # torch: its own file
+    text = "\n".join(lock.read_text() for lock in locks if lock.exists())
     pins = []
     for name in PACKAGES:
         m = re.search(rf"^{name}==([^\s;#]+)", text, flags=re.M | re.I)
