@@ -162,7 +162,8 @@ def test_a_looping_function_costs_only_the_items_that_call_it(tmp_path):
     top = json.loads(json.dumps(base))
     cell = _defining_cell(top, "cosine_scores")
     cell["source"] = _src(cell) + "\ni = 0\nwhile True:\n    i += 1\n"
-    res = grade_notebooks("soft_lookup", {"looping": looping, "top": top}, tmp_path, timeout=40)
+    # 3 s of CPU time per cell or call: on a busy machine a loop's 3 CPU seconds take far longer on the clock
+    res = grade_notebooks("soft_lookup", {"looping": looping, "top": top}, tmp_path, timeout=120, call_timeout=3)
     dot_cell = _code_cells(looping).index(_defining_cell(looping, "dot_scores")) + 1
     top_cell = _code_cells(top).index(_defining_cell(top, "cosine_scores")) + 1
 
