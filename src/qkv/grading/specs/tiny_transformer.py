@@ -119,7 +119,7 @@ def forward_reference(tokens, p, num_heads, mask=None):
     model = qkv.TinyTransformer(V, d_model, num_heads, num_layers, d_ff, max_len=64, impl="explicit").double()
     model.load_state_dict(p)
     with torch.no_grad():
-        return model(tokens, mask=mask)  # (B, L, V)
+        return model(tokens, mask=mask)[0]  # logits (B, L, V)
 
 
 # --- exercise 4: training ----------------------------------------------------------------------------------
