@@ -15,6 +15,7 @@ import torch
 
 import qkv
 from qkv.grading.spec import Case, Item, LabSpec, Manual, randn
+from qkv.grading.specs.contracts import float32_tensor, python_float
 
 FORBID = ("qkv.sinusoidal_positional_encoding", "qkv.sinusoidal_shift_matrix")
 
@@ -73,15 +74,15 @@ SPEC = LabSpec(
     lab="positional",
     items=(
         Item("test_sinusoidal_encoding", 3, "sinusoidal_encoding", encoding_cases, encoding_reference,
-             atol=1e-4, rtol=0.0, forbid=FORBID,
-             describe="the (num_positions, d_model) table: sin on even columns, cos on odd, w_i = 10000^(-2i/d_model)"),
+             atol=1e-4, rtol=0.0, forbid=FORBID, call=float32_tensor,
+             describe="the float32 (num_positions, d_model) table: sin on even columns, cos on odd, w_i = 10000^(-2i/d_model)"),
         Item("test_shift_matrix", 3, "shift_matrix", shift_cases, shift_reference, atol=1e-5, rtol=0.0, forbid=FORBID,
-             describe="the block-diagonal rotation M_k with pe[p + k] = pe[p] @ M_k.T"),
+             call=float32_tensor, describe="the float32 block-diagonal rotation M_k with pe[p + k] = pe[p] @ M_k.T"),
         Item("test_offset_dot", 2, "offset_dot", offset_cases, offset_reference, atol=1e-4, rtol=1e-6, forbid=FORBID,
-             describe="PE[p] . PE[p + k] = sum_i cos(k w_i) as a number"),
+             call=python_float, describe="PE[p] . PE[p + k] = sum_i cos(k w_i) as a Python float"),
         Item("test_permutation_test", 3, "permutation_test", permutation_cases, permutation_reference,
-             atol=1e-4, rtol=1e-3, forbid=FORBID,
-             describe="the largest gap |f(h(x[perm])) - f(h(x))[perm]|, with positions added after shuffling"),
+             atol=1e-4, rtol=1e-3, forbid=FORBID, call=python_float,
+             describe="as a Python float, the largest gap |f(h(x[perm])) - f(h(x))[perm]|, with positions added after shuffling"),
         Manual("written_add_vs_concat", 2, title="Adding versus concatenating positions"),
     ),
 )  # fmt: skip

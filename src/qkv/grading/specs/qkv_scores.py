@@ -1,6 +1,7 @@
 """Grading spec for the lab ``qkv_scores``: Q/K/V projections and attention in the row and column conventions.
 
-Five autograded items and one written answer. Every case uses ``L != S`` and ``d_k != d_v`` (so a missing
+Five autograded items and one written answer. ``test_conventions_agree`` grades only that the two
+functions agree with each other (their correctness is graded by the two items before it). Every case uses ``L != S`` and ``d_k != d_v`` (so a missing
 transpose or a swapped output changes a shape) and ``d_k`` of 16 or 64 (so scaling by ``d_k`` or not at all
 changes the values); one case per attention item has large scores. ``torch.softmax`` is allowed in this lab
 (the students built it in ``soft_lookup``); the attention functions of the library and PyTorch are not.
@@ -85,15 +86,19 @@ def agree_cases(g: torch.Generator) -> list[Case]:
 
 
 def both_conventions(attention_columns, q, k, v):
-    """Runs in the sandbox: the student's column form on the transposes, and their row form transposed."""
+    """Runs in the sandbox: the student's column form on the transposes minus their row form transposed."""
     attention_rows = attention_columns.__globals__["attention_rows"]
     out_rows, _ = attention_rows(q, k, v)  # (L, d_v)
-    return attention_columns(q.T, k.T, v.T), out_rows.T  # both (d_v, L)
+    out_cols = attention_columns(q.T, k.T, v.T)  # (d_v, L)
+    if tuple(out_cols.shape) != tuple(out_rows.T.shape):
+        raise ValueError(f"shapes: columns {tuple(out_cols.shape)}, rows transposed {tuple(out_rows.T.shape)}")
+    return out_cols - out_rows.T  # (d_v, L): zero when the two conventions agree
 
 
 def agree_reference(q, k, v):
-    out = qkv.scaled_dot_product_attention(q, k, v, impl="explicit").T  # (d_v, L)
-    return out, out
+    # The item checks agreement only: two functions that agree earn the point even if both are wrong (the
+    # attention items grade correctness), as the lab's self-check and the item's description say.
+    return torch.zeros(v.shape[-1], q.shape[0], dtype=q.dtype)  # (d_v, L)
 
 
 SPEC = LabSpec(

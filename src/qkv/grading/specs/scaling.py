@@ -87,6 +87,9 @@ def stats_cases(g: torch.Generator) -> list[Case]:
 def stats_tuple(saturation_stats, q, k, **kwargs):
     """Runs in the sandbox: the dict's three values in a fixed order."""
     result = saturation_stats(q, k, **kwargs)
+    for key in ("max_weight", "entropy", "grad_norm"):
+        if not isinstance(result[key], float):
+            raise TypeError(f"result[{key!r}] must be a Python float (use .item()); got {type(result[key]).__name__}")
     return result["max_weight"], result["entropy"], result["grad_norm"]
 
 
@@ -148,7 +151,7 @@ SPEC = LabSpec(
         Item("test_scaled_scores", 2, "scaled_scores", scores_cases, scores_reference, forbid=FORBID,
              describe="q k^T / sqrt(d_k) with any batch dimensions, shape (..., L, S)"),
         Item("test_saturation_stats", 3, "saturation_stats", stats_cases, stats_reference, forbid=FORBID,
-             call=stats_tuple, describe="medians of the largest weight, the entropy and ||J||_F, finite when saturated"),
+             call=stats_tuple, describe="medians of the largest weight, the entropy and ||J||_F as Python floats, finite when saturated"),
         Item("test_scaling_experiment", 2, "scaling_experiment", experiment_cases, experiment_reference,
              atol=0.15, rtol=0.02, forbid=FORBID, call=experiment_twice, check=_same_twice,
              describe="the six statistics with and without scaling, reproducible with the seed"),

@@ -137,6 +137,8 @@ def train_and_return(train_reversal, p, num_heads, seq_len, steps, seed):
     torch.set_num_threads(1)  # tiny tensors: one thread is fastest, and jobs run side by side
     p = {name: t.clone() for name, t in p.items()}
     losses = train_reversal(p, num_heads, seq_len, steps, seed=seed)
+    if len(losses) != steps or not all(isinstance(v, float) for v in losses):
+        raise TypeError(f"return a list of {steps} losses as Python floats (use loss.item()); got {losses!r:.100}")
     names = sorted(p)
     weights = [p[name].detach().clone() for name in names]
     return [torch.tensor(list(losses), dtype=torch.float64)] + [weights[i : i + 8] for i in range(0, len(weights), 8)]
