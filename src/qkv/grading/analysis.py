@@ -6,12 +6,17 @@ definitions that name uses (functions, classes, assignments, imports), and flags
 
 * a forbidden callable referred to by attribute (``torch.softmax``, ``x.softmax(...)``, ``F.softmax``) or
   imported under any name (``from torch import softmax as s``);
-* an escape hatch inside that code (``getattr``, ``__closure__``, ``_C`` ...), which could reach a forbidden
-  callable by a route the tripwires do not cover;
+* an escape hatch inside that code (``__closure__``, ``_C``, ``getattr`` of a module by a computed name ...),
+  which could reach a forbidden callable by a route the tripwires do not cover;
 
 and, anywhere in the notebook, code that rewrites names or the runtime behind the grader's back (``exec``,
 ``eval``, ``globals()``, ``gc``, ``ctypes``, ``sys.modules``, frames). A flag costs the item its points; it
 can never add any.
+
+Only the student's own code is judged: cells whose source is one of the released lab's (``trusted``) are the
+lab's, and ordinary Python in the student's code (``getattr``/``setattr`` on their own objects, loops,
+helpers, classes) is not a hatch: ``getattr`` or ``setattr`` is flagged only on an imported module with a
+computed name, or with a constant name that is forbidden or a hatch.
 """
 
 from __future__ import annotations
@@ -30,8 +35,8 @@ GLOBAL_HATCH_ATTRS = {
     "setprofile", "f_globals", "f_locals", "f_back", "tb_frame", "gi_frame", "cr_frame", "co_consts",
     "cell_contents", "_C", "_VariableFunctions", "aten", "_ops", "__self__", "__func__",
 }  # fmt: skip
-# Inside the code of a graded name: also dynamic attribute access.
-LOCAL_HATCH_NAMES = GLOBAL_HATCH_NAMES | {"getattr", "setattr", "delattr"}
+# Inside the code of a graded name: also dynamic attribute access to a module (see ``_dynamic_attrs``).
+DYNAMIC_ATTR = {"getattr", "setattr", "delattr", "hasattr"}
 
 
 @dataclass
@@ -42,12 +47,13 @@ class Finding:
 
 
 @functools.lru_cache(maxsize=16)
-def _parse_cached(cells: tuple[str, ...]) -> tuple[ast.Module, ...]:
+def _parse_cached(cells: tuple[str, ...]) -> tuple[ast.Module | None, ...]:
     """One parse per submission, however many items ask (trees are only read, never changed)."""
     return tuple(_parse_cells(list(cells)))
 
 
-def _parse_cells(cells: list[str]) -> list[ast.Module]:
+def _parse_cells(cells: list[str]) -> list[ast.Module | None]:
+    """One tree per cell, None where a cell does not parse (it will not run either)."""
     try:
         from IPython.core.inputtransformer2 import TransformerManager
 
@@ -59,7 +65,7 @@ def _parse_cells(cells: list[str]) -> list[ast.Module]:
         try:
             trees.append(ast.parse(transform(src)))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue  # it will not run either
+            trees.append(None)
     return trees
 
 
@@ -115,6 +121,33 @@ def _free_names(stmt: ast.stmt) -> set[str]:
     return loads - local
 
 
+def _root(node: ast.AST) -> str | None:
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _dynamic_attrs(node: ast.AST, modules: set[str], last: dict[str, str]) -> tuple[set[str], set[str]]:
+    """(forbidden, hatches) among ``getattr``-like calls in ``node``: a constant name is read like ``obj.name``;
+    a computed one is a hatch only on an imported module (``getattr(self, f"w_{i}")`` is ordinary Python)."""
+    forbidden, hatches = set(), set()
+    for sub in ast.walk(node):
+        if not (isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id in DYNAMIC_ATTR):
+            continue
+        if len(sub.args) < 2:
+            hatches.add(f"{sub.func.id}()")
+            continue
+        obj, name = sub.args[0], sub.args[1]
+        if isinstance(name, ast.Constant) and isinstance(name.value, str):
+            if name.value in last:
+                forbidden.add(last[name.value])
+            elif name.value in GLOBAL_HATCH_ATTRS:
+                hatches.add(f".{name.value}")
+        elif _root(obj) in modules or _root(obj) is None:
+            hatches.add(f"{sub.func.id}()")
+    return forbidden, hatches
+
+
 def _hatches(node: ast.AST, names: set[str]) -> set[str]:
     found = set()
     for sub in ast.walk(node):
@@ -135,13 +168,23 @@ def _hatches(node: ast.AST, names: set[str]) -> set[str]:
 def analyse(cells: list[str], function: str, forbid: tuple[str, ...] | list[str], trusted: set[str] = frozenset()) -> Finding:
     """What the grader can see, statically, of how the submission defines ``function``.
 
-    ``trusted``: sources of the lab's own locked cells (stripped), left out of the notebook-wide scan.
+    ``trusted``: sources (stripped) of the released lab's cells; a cell equal to one of them is the lab's, not
+    the student's, and is followed (for the names it defines) but never judged.
     """
     trees = _parse_cached(tuple(cells))
-    untrusted = _parse_cached(tuple(c for c in cells if c.strip() not in trusted))
+    untrusted = [t for t, c in zip(trees, cells) if t is not None and c.strip() not in trusted]
     top: dict[str, list[ast.stmt]] = {}
+    own: set[int] = set()  # ids of the student's own top-level statements
+    modules: set[str] = set()  # names bound by imports anywhere (``torch``, ``F``, ``nn``)
     for tree in trees:
+        if tree is None:
+            continue
+        mine = any(tree is t for t in untrusted)
         for stmt in tree.body:
+            if mine:
+                own.add(id(stmt))
+            if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+                modules |= set(_import_paths(stmt))
             for name in _bound_names(stmt):
                 top.setdefault(name, []).append(stmt)
     finding = Finding()
@@ -167,6 +210,8 @@ def analyse(cells: list[str], function: str, forbid: tuple[str, ...] | list[str]
             todo.extend(n for n in _free_names(stmt) if n in top)
     forbidden, hatches = set(), set()
     for stmt in stmts:
+        if id(stmt) not in own:
+            continue
         imports = _import_paths(stmt)
         for local, path in imports.items():
             if path in paths or any(path.endswith("." + k) or path == k for k in last):
@@ -176,7 +221,10 @@ def analyse(cells: list[str], function: str, forbid: tuple[str, ...] | list[str]
                 forbidden.add(_text(sub))
             elif isinstance(sub, ast.Name) and sub.id in last and sub.id not in top:
                 forbidden.add(last[sub.id])  # e.g. a star import
-        hatches |= _hatches(stmt, LOCAL_HATCH_NAMES)
+        hatches |= _hatches(stmt, GLOBAL_HATCH_NAMES)
+        dyn_forbidden, dyn_hatches = _dynamic_attrs(stmt, modules, last)
+        forbidden |= dyn_forbidden
+        hatches |= dyn_hatches
     for tree in untrusted:
         hatches |= _hatches(tree, GLOBAL_HATCH_NAMES)
     finding.forbidden = sorted(forbidden)

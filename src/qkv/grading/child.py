@@ -160,6 +160,72 @@ def _encode(x, depth: int = 0):
     return {"shape": list(a.shape), "data": base64.b64encode(np.ascontiguousarray(a, dtype="<f8").tobytes()).decode()}
 
 
+class TimeLimit(BaseException):
+    """Raised in the child when one cell or one graded call runs past its time limit (not ``Exception``, so
+    a student's ``except Exception`` does not swallow it)."""
+
+
+def _quiet_print(*args, file=None, **kwargs):
+    """``print`` in the sandbox: its standard streams go nowhere, so printing there is skipped (a print
+    must never stop a cell or cost time); printing into a file the code opened still works."""
+    if file is None or file is sys.stdout or file is sys.stderr:
+        return None
+    return builtins.print(*args, file=file, **kwargs)
+
+
+def _quiet_display(*args, **kwargs):
+    return None
+
+
+def _where(err: BaseException) -> tuple[int | None, list]:
+    """The innermost cell that ``err`` passed through (its number) and the code objects of the student's
+    functions it passed through, innermost first (empty when it stopped in the cell's own top level)."""
+    cell, codes = None, []
+    tb = err.__traceback__
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame.f_code)
+        tb = tb.tb_next
+    for code in reversed(frames):
+        name = code.co_filename
+        if name.startswith("<cell ") and name.endswith(">"):
+            if cell is None:
+                try:
+                    cell = int(name[6:-1])
+                except ValueError:
+                    continue
+            if code.co_name == "<module>":
+                break
+            codes.append(code)
+    return cell, codes
+
+
+def _retire(ns: dict, codes: list, why: str) -> str | None:
+    """Replace the first of the student's functions (or methods) in ``codes`` found in the namespace by
+    one that raises at once: a function that looped is not run again. Returns its name."""
+
+    def stub(*args, **kwargs):
+        raise TimeLimit(why)
+
+    for code in codes:
+        found = []
+        for key, obj in list(ns.items()):  # every name it is bound to (``_dot = dot_scores``)
+            try:
+                if getattr(obj, "__code__", None) is code:
+                    ns[key] = stub
+                    found.append(key)
+                elif isinstance(obj, type):
+                    for attr, fn in list(vars(obj).items()):
+                        if getattr(fn, "__code__", None) is code:
+                            setattr(obj, attr, stub)
+                            found.append(f"{key}.{attr}")
+            except Exception:  # a class of the student's that refuses: leave it, the worker's deadline holds
+                continue
+        if found:
+            return code.co_name if code.co_name in found else found[0]
+    return None
+
+
 class _IPythonStub:
     """``get_ipython()`` in the sandbox: magics and shell escapes do nothing."""
 
@@ -201,22 +267,56 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
     child = _Child(fd)
     names = sorted({n for item in job["items"] for n in item["forbid"]})
     child.install_tripwires(names)
-    child.active = set(names)  # while the cells run, every forbidden name trips
+    own = job.get("own") or [True] * len(job["cells"])
 
     from IPython.core.inputtransformer2 import TransformerManager
 
     transform = TransformerManager().transform_cell
-    try:
-        from IPython.display import display
-    except ImportError:  # pragma: no cover
-        display = print
-    ns = {"__name__": "__main__", "__builtins__": builtins, "get_ipython": _IPythonStub, "display": display}
+    ns = {"__name__": "__main__", "__builtins__": builtins, "get_ipython": _IPythonStub, "display": _quiet_display,
+          "print": _quiet_print}  # fmt: skip
     send = child.send
+    limit = float(job.get("call_timeout") or 0)
+
+    def on_alarm(signum, frame):
+        raise TimeLimit(f"ran past the time limit of {limit:g} s")
+
+    def arm() -> None:
+        if limit > 0:
+            signal.signal(signal.SIGALRM, on_alarm)  # again each time: the student's code may have changed it
+            signal.setitimer(signal.ITIMER_REAL, limit, 1.0)  # and again every second if the first is swallowed
+
+    def disarm() -> None:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def timed_out(err: BaseException) -> dict | None:
+        """A function that ran past its limit is retired; returns what to report (None: not a time-out)."""
+        if not isinstance(err, TimeLimit) or not str(err).startswith("ran past"):
+            return None
+        cell, codes = _where(err)
+        if not codes:
+            return {"cell": cell, "function": None}
+        name = codes[0].co_name
+        why = f"{name} (code cell {cell}) ran past the time limit of {limit:g} s earlier, so it was not run again"
+        retired = _retire(ns, codes, why)
+        return {"cell": int(codes[0].co_filename[6:-1]), "function": retired or name}
+
     for i, src in enumerate(job["cells"]):
+        child.active = set(names) if own[i] else set()  # the lab's own unchanged cells may use anything
+        send({"t": "at", "i": i})
         try:
             code = compile(transform(src), f"<cell {i + 1}>", "exec")
-            exec(code, ns)  # noqa: S102 (this is the sandbox)
+            arm()
+            try:
+                exec(code, ns)  # noqa: S102 (this is the sandbox)
+            finally:
+                disarm()
         except BaseException as err:  # a failing cell does not stop the rest
+            slow = timed_out(err)
+            if slow is not None and slow["function"] is None:  # an endless loop at the top level: stop here
+                send({"t": "stopped", "i": i})
+                return
+            if slow is not None:
+                send({"t": "slow", **slow, "item": None})
             send({"t": "cell", "i": i, "error": _short(err)})
             if _is_memory(err):
                 send({"t": "memory"})
@@ -234,13 +334,24 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
                 target = ns.get(item["function"])
                 if target is None:
                     raise NameError(f"{item['function']} is not defined")
-                out = call(target, *args, **kwargs) if call else target(*args, **kwargs)
+                arm()
+                try:
+                    out = call(target, *args, **kwargs) if call else target(*args, **kwargs)
+                finally:
+                    disarm()
                 try:
                     msg["out"] = _encode(out)
                 except BaseException as err:
                     msg["unreadable"] = True
                     raise err
             except BaseException as err:
+                slow = timed_out(err)
+                if slow is not None:
+                    slow["function"] = slow["function"] or item["function"]
+                    send({"t": "slow", **slow, "item": item["grade_id"]})
+                    msg["slow"] = slow["function"]
+                elif isinstance(err, TimeLimit):
+                    msg["slow"] = True
                 msg["error"] = _short(err)
                 if isinstance(err, ForbiddenCall):
                     msg["forbidden"] = True

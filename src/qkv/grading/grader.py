@@ -31,7 +31,8 @@ from .spec import Item, LabSpec, compare, item_generator, load_spec, spec_finger
 MAX_NOTEBOOK = 64 << 20  # bytes; larger files are "malformed" without being parsed
 MAX_LEAF = 4_000_000
 WORKER_FAILED = "the grader's worker failed while running this notebook (not the student's doing; run again)"
-STATUSES = ("graded", "malformed", "timeout", "memory", "crashed", "ambiguous", "duplicate")
+STATUSES = ("graded", "malformed", "timeout", "memory", "crashed", "ambiguous", "duplicate", "wrong_lab")
+CALL_SHARE = 4  # one cell or one graded call may take 1/CALL_SHARE of a submission's time limit
 
 
 class GradeError(Exception):
@@ -47,6 +48,8 @@ class Lab:
     prompts: dict[str, str]  # manual grade_id -> the question's markdown (the cell before the answer)
     locked: set[str]  # sources of the lab's locked cells (to find where a written answer ends)
     solution: Path
+    released: set[str]  # sources (stripped) of the released lab's cells: what a student did not write
+    others: dict[str, set[str]]  # the other labs' released cells (to recognise a notebook of another lab)
 
 
 def _source(cell: dict) -> str:
@@ -87,7 +90,40 @@ def load_lab(lab: str, course: Path) -> Lab:
     for i in spec.items:
         if float(i.points) != points[i.grade_id]:
             raise GradeError(f"{lab}: {i.grade_id} is worth {points[i.grade_id]} points in the notebook, {i.points} in the spec")
-    return Lab(lab, spec, order, prompts, locked, solution)
+    released = _released_cells(course, lab) or locked
+    others = {other: cells for other in _lab_ids(course) if other != lab and (cells := _released_cells(course, other))}
+    return Lab(lab, spec, order, prompts, locked, solution, released, others)
+
+
+def _lab_ids(course: Path) -> list[str]:
+    folder = course / "labs"
+    return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+
+def _released_cells(course: Path, lab: str) -> set[str]:
+    """The stripped, non-empty sources of the released lab ``labs/<lab>/<lab>.ipynb`` (empty if there is none)."""
+    path = course / "labs" / lab / f"{lab}.ipynb"
+    if not path.is_file():
+        return set()
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return {src for cell in nb.get("cells", []) if (src := _source(cell).strip())}
+
+
+def looks_like(cells: list[dict], lab: Lab) -> str | None:
+    """The other lab a notebook is a copy of, or None: most of its cells come from another lab's release and
+    almost none from this one's."""
+    sources = {c["source"].strip() for c in cells if c["source"].strip()}
+    if not sources:
+        return None
+    mine = len(sources & lab.released)
+    best, hits = None, 0
+    for other, released in lab.others.items():
+        n = len(sources & released)
+        if n > hits:
+            best, hits = other, n
+    if best is not None and hits >= 5 and hits >= 4 * mine and hits >= 0.3 * len(lab.others[best]):
+        return best
+    return None
 
 
 # ------------------------------------------------------------------------------------ the submissions
@@ -266,7 +302,10 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
                 continue
             if "error" in m:
                 err = str(m["error"])[:400]
-                if m.get("forbidden") or err.startswith("ForbiddenCall"):
+                if m.get("slow"):
+                    fails.append((what, "your code ran past the time limit of one call (an endless loop?): "
+                                        + err.removeprefix("TimeLimit: ")))  # fmt: skip
+                elif m.get("forbidden") or err.startswith("ForbiddenCall"):
                     fails.append((what, "your code called a function this exercise forbids"))
                 elif err.startswith("NotImplementedError"):
                     fails.append((what, "not written yet (it still raises NotImplementedError)"))
@@ -309,11 +348,34 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
     return results
 
 
+def _cell_no(msgs: list[dict], kind: str) -> int | None:
+    """The code cell (1-based) named by the last message of ``kind`` (the child's own report, for feedback only)."""
+    hits = [m["i"] for m in msgs if m.get("t") == kind and isinstance(m.get("i"), int) and 0 <= m["i"] < 100_000]
+    return hits[-1] + 1 if hits else None
+
+
+def slow_functions(msgs: list[dict]) -> list[str]:
+    """'name (code cell N)' for each function of the student's that ran past its time limit."""
+    out = []
+    for m in msgs:
+        if m.get("t") == "slow" and isinstance(m.get("function"), str) and isinstance(m.get("cell"), int):
+            text = f"{m['function'][:60]} (code cell {m['cell']})"
+            if text not in out:
+                out.append(text)
+    return out[:10]
+
+
 def status_of(header: dict, msgs: list[dict]) -> tuple[str, str]:
     state = header.get("state")
     sig = header.get("signal")
+    stopped = _cell_no(msgs, "stopped")
+    if stopped is not None:
+        return "timeout", (f"code cell {stopped} was still running at its time limit (an endless loop at the top "
+                           "level of the cell?); the notebook stopped there")  # fmt: skip
     if state == "timeout" or sig == 24:  # SIGXCPU: the CPU-time limit
-        return "timeout", "the notebook was still running at the time limit (an endless loop?)"
+        at = _cell_no(msgs, "at")
+        where = f" (it was running code cell {at})" if at is not None and not any(m.get("t") == "done" for m in msgs) else ""
+        return "timeout", f"the notebook was still running at the time limit{where} (an endless loop?)"
     if any(m.get("t") == "memory" for m in msgs):
         return "memory", "some code asked for more memory than a submission may use"
     if state == "output":
@@ -323,6 +385,10 @@ def status_of(header: dict, msgs: list[dict]) -> tuple[str, str]:
     if not any(m.get("t") == "done" for m in msgs):
         how = f"killed by signal {sig}" if sig else f"exited with status {header.get('exit')}"
         return "crashed", f"the notebook's process ended early ({how})"
+    slow = slow_functions(msgs)
+    if slow:
+        return "graded", (f"{', '.join(slow)} ran past the time limit of one call (an endless loop?) and was "
+                          "stopped; only the items that call it lost points")  # fmt: skip
     return "graded", ""
 
 
@@ -338,11 +404,17 @@ def grade_entry(entry: Entry, lab: Lab, prepared: list[Prepared], worker: sandbo
     except ValueError as err:
         res.update(status="malformed", note=str(err))
         return res
+    other = looks_like(cells, lab)
+    if other is not None:
+        res.update(status="wrong_lab", note=f"this is a notebook of the lab {other}, not of {lab.lab}")
+        return res
     for m in lab.spec.manual:
         res["answers"][m.grade_id] = written_answer(cells, lab, m.grade_id)
     code = [c["source"] for c in cells if c["type"] == "code"]
+    own = [src.strip() not in lab.released for src in code]  # the cells the student wrote or changed
     job = {
-        "cells": code, "timeout": opts["timeout"], "memory_mb": opts["memory"],
+        "cells": code, "own": own, "timeout": opts["timeout"], "memory_mb": opts["memory"],
+        "call_timeout": opts["timeout"] / CALL_SHARE,
         "items": [{"grade_id": p.item.grade_id, "function": p.item.function, "forbid": list(p.item.forbid),
                    "call": p.item.call_source(), "call_name": getattr(p.item.call, "__name__", None), "cases": [(c.args, c.kwargs) for c in p.cases]} for p in prepared],
     }  # fmt: skip
@@ -351,19 +423,32 @@ def grade_entry(entry: Entry, lab: Lab, prepared: list[Prepared], worker: sandbo
     msgs = read_messages(raw)
     status, note = status_of(header, msgs)
     res.update(status=status, note=note, wall=header.get("wall", 0.0))
-    res["items"] = score(prepared, msgs, code, lab.locked)
-    res["cell_errors"] = [  # the lab's own locked cells (tests, demos) are not the student's to fix
+    res["items"] = score(prepared, msgs, code, lab.released)
+    res["cell_errors"] = [  # only the student's own code: the lab's unchanged cells are not theirs to fix
         f"code cell {m['i'] + 1}: {str(m.get('error'))[:300]}" for m in msgs
-        if m.get("t") == "cell" and isinstance(m.get("i"), int) and 0 <= m["i"] < len(code)
-        and code[m["i"]].strip() not in lab.locked
+        if m.get("t") == "cell" and isinstance(m.get("i"), int) and 0 <= m["i"] < len(code) and own[m["i"]]
     ][:20]  # fmt: skip
     return res
 
 
 # -------------------------------------------------------------------------------------------- files
+def current_umask() -> int:
+    """The process's umask, read without changing it (``os.umask`` would, for every thread at once)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    return 0o022
+
+
 def write_atomic(path: Path, data: str | bytes) -> None:
+    """Write ``path`` whole or not at all, with the mode a plain ``open`` gives (0666 less the umask)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.fchmod(fd, 0o666 & ~current_umask())  # mkstemp makes 0600: course staff could not read the grades
     with os.fdopen(fd, "wb") as f:
         f.write(data.encode("utf-8") if isinstance(data, str) else data)
         f.flush()

@@ -21,6 +21,7 @@ STATUS_WORDS = {
     "crashed": "stopped early",
     "ambiguous": "several notebooks, none named after the lab",
     "duplicate": "submitted twice (a file and a folder)",
+    "wrong_lab": "the notebook of another lab",
 }
 CSS = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;line-height:1.45;
 color:#1b1b1b;background:#fff}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem;
@@ -96,7 +97,7 @@ def feedback_html(res: dict, lab: Lab, entered: dict[str, float]) -> str:
              f"<p><strong>{total:g} / {maximum:g} points</strong> (autograded"
              f"{' and hand-graded' if entered else ''}). Status: {e(STATUS_WORDS.get(res['status'], res['status']))}"
              f"{': ' + e(res['note']) if res.get('note') else ''}.</p>"]  # fmt: skip
-    if res["status"] in ("malformed", "ambiguous", "duplicate"):
+    if res["status"] in ("malformed", "ambiguous", "duplicate", "wrong_lab"):
         parts.append("<p>Your submission could not be graded, so every exercise scores 0. Please ask your instructor.</p>")
     parts.append("<table><tr><th>exercise</th><th>points</th><th>what the grader found</th></tr>")
     for gid in lab.order:

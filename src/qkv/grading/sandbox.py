@@ -94,6 +94,12 @@ def _runtime_roots() -> list[str]:
     return keep
 
 
+def python_executable() -> str:
+    """This interpreter by a path that exists inside the sandbox: its folder resolved (a virtual environment
+    reached through a symbolic link is bound under its real path), its name kept (so the venv stays active)."""
+    return os.path.join(os.path.realpath(os.path.dirname(sys.executable)), os.path.basename(sys.executable))
+
+
 def make_lib(course_src: Path, dest: Path) -> Path:
     """A copy of ``qkv`` (without the grader, its specs or the solutions) plus ``child.py``: all a sandbox sees of ours."""
     lib = dest / "lib"
@@ -124,7 +130,15 @@ def bwrap_command(bwrap: str, lib: Path, program: list[str] | None = None) -> li
                 "/etc/localtime"):  # fmt: skip
         if os.path.exists(etc):
             cmd += ["--ro-bind", etc, etc]
+    made = {"/", "/usr", "/tmp", "/proc", "/dev", "/etc", "/opt"}
     for root in _runtime_roots():
+        # bubblewrap creates a bind's missing parent folders mode 0700: the unprivileged child could not
+        # enter them and would see only the modules the worker imported. Make them 0755 first (they hold
+        # nothing but the read-only binds below).
+        for parent in reversed(Path(root).parents):
+            if str(parent) not in made:
+                made.add(str(parent))
+                cmd += ["--perms", "0755", "--dir", str(parent)]
         cmd += ["--ro-bind", root, root]
     cmd += ["--ro-bind", str(lib), "/opt/qkv-grader", "--chdir", "/tmp"]
     if os.geteuid() == 0:
@@ -132,7 +146,7 @@ def bwrap_command(bwrap: str, lib: Path, program: list[str] | None = None) -> li
                 "--cap-add", "CAP_CHOWN"]
     cmd += ["--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "PATH", "/usr/bin:/bin",
             "--setenv", "MPLCONFIGDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"]  # fmt: skip
-    cmd += program or [sys.executable, "-I", "-B", "/opt/qkv-grader/qkv_grader_child.py"]
+    cmd += program or [python_executable(), "-I", "-B", "/opt/qkv-grader/qkv_grader_child.py"]
     return cmd
 
 

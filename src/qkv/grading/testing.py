@@ -32,7 +32,7 @@ from pathlib import Path
 
 from .grader import run_batch
 
-__all__ = ["solution_notebook", "with_function", "with_replaced", "grade_notebooks", "grade_across_labs", "check_spec", "COURSE"]
+__all__ = ["solution_notebook", "completed_lab", "with_function", "with_replaced", "grade_notebooks", "grade_across_labs", "check_spec", "COURSE"]
 
 COURSE = Path(__file__).resolve().parents[3]  # the repository root (src/qkv/grading -> ../../..)
 
@@ -40,6 +40,25 @@ COURSE = Path(__file__).resolve().parents[3]  # the repository root (src/qkv/gra
 def solution_notebook(lab: str, course: Path = COURSE) -> dict:
     """The parsed solution notebook ``solutions/<lab>/<lab>.ipynb``."""
     return json.loads((Path(course) / "solutions" / lab / f"{lab}.ipynb").read_text(encoding="utf-8"))
+
+
+def completed_lab(lab: str, course: Path = COURSE) -> dict:
+    """The released lab ``labs/<lab>/<lab>.ipynb`` as a student hands it in after solving it: each answer cell
+    holds the solution's code (the ``### BEGIN/END SOLUTION`` lines dropped); every other cell is the lab's own,
+    unchanged (the solution notebook's test cells hold hidden tests a student never sees)."""
+    released = json.loads((Path(course) / "labs" / lab / f"{lab}.ipynb").read_text(encoding="utf-8"))
+    answers = {}
+    for cell in solution_notebook(lab, course)["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("solution"):
+            lines = _cell_source(cell).splitlines(keepends=True)
+            answers[meta["grade_id"]] = "".join(x for x in lines if x.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+    nb = copy.deepcopy(released)
+    for cell in nb["cells"]:
+        gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+        if gid in answers:
+            cell["source"] = answers[gid]
+    return nb
 
 
 def _cell_source(cell: dict) -> str:
@@ -132,20 +151,27 @@ def check_spec(lab: str, bugs: dict[str, tuple[str, str, set[str]]], alternative
     by_name = dict(zip(names, (results[k] for k in variants)))
     full = {gid: r["max"] for gid, r in results["solution"]["items"].items()}
     assert results["solution"]["status"] == "graded", results["solution"]
+    missing = [f"{name} (status {res['status']}: {res.get('note', '')})" for name, res in by_name.items()
+               if res["status"] == "graded" and set(res["items"]) != set(full)]  # fmt: skip
+    assert not missing, f"graded without a result for every item: {missing}"
     assert points(results["solution"]) == full, f"the solution itself loses points: {results['solution']['items']}"
     problems = []
     for name, (_, _, losing) in bugs.items():
         got = points(by_name[name])
         lost = {gid for gid in full if got.get(gid, 0.0) < full[gid]}
         if not losing <= lost:
-            problems.append(f"bug {name!r} should lose {sorted(losing)} but lost only {sorted(lost)}")
+            res = by_name[name]
+            problems.append(f"bug {name!r} should lose {sorted(losing)} but lost only {sorted(lost)} (status "
+                            f"{res['status']}{': ' + res['note'] if res.get('note') else ''})")  # fmt: skip
         for gid in lost - losing:
             # a bug may break a later item that calls the buggy function; only report unexpected losses as info
             by_name[name].setdefault("also_lost", []).append(gid)
     for name in alternatives:
         got = points(by_name[name])
         if got != full:
-            lines = {gid: by_name[name]["items"][gid]["lines"] for gid in full if got.get(gid) != full[gid]}
-            problems.append(f"correct alternative {name!r} lost points: {lines}")
+            res = by_name[name]
+            lines = {gid: res["items"].get(gid, {}).get("lines", "no result") for gid in full if got.get(gid) != full[gid]}
+            problems.append(f"correct alternative {name!r} lost points (status {res['status']}"
+                            f"{': ' + res['note'] if res.get('note') else ''}): {lines}")  # fmt: skip
     assert not problems, "\n".join(problems)
     return by_name
