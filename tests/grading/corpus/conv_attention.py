@@ -29,8 +29,8 @@ CORPUS = {
     "eye_diagonal_einsum_chinese": Sub({
         "shift_weights": """
             def shift_weights(L, shift):
-                # 用带偏移的单位矩阵
-                return torch.eye(L, L, shift) if abs(shift) < L else torch.zeros(L, L)
+                # 用偏移的对角线
+                return torch.diag(torch.ones(L - abs(shift)), shift) if abs(shift) < L else torch.zeros(L, L)
             """,
         "attention_conv1d": """
             def attention_conv1d(x, weight):
@@ -75,12 +75,12 @@ CORPUS = {
     "shift_with_roll": Sub({"shift_weights": """
         def shift_weights(L, shift):
             return torch.roll(torch.eye(L), shifts=shift, dims=1)
-        """}, lose={"test_shift_weights", C1, C2}, why="roll wraps around; the convolutions built on it too"),
+        """}, lose={"test_shift_weights"}, why="roll wraps around instead of padding with zeros"),
     "shift_boolean": Sub({"shift_weights": """
         def shift_weights(L, shift):
             pos = torch.arange(L)
             return (pos[None, :] - pos[:, None]) == shift
-        """}, lose={"test_shift_weights", C1, C2}, why="booleans, not floats: A @ x fails in the convolutions"),
+        """}, lose={"test_shift_weights"}, why="booleans where the lab asks for floats (the convolutions convert them)"),
     "conv1d_flipped_kernel": Sub({"attention_conv1d": """
         def attention_conv1d(x, weight):
             C_out, C_in, K = weight.shape

@@ -70,14 +70,12 @@ CORPUS = {
         def split_heads(x, num_heads):
             B, L, d_model = x.shape
             return x.reshape(B, num_heads, L, d_model // num_heads)
-        """}, lose={"test_split_heads", "test_multihead_attention", "test_MultiHead"},
-        why="reshape without the transpose: the attention that uses it is wrong too"),
+        """}, lose={"test_split_heads"}, why="reshape without the transpose"),
     "merge_without_transpose": Sub({"merge_heads": """
         def merge_heads(x):
             B, H, L, d_k = x.shape
             return x.reshape(B, L, H * d_k)
-        """}, lose={"test_merge_heads", "test_multihead_attention", "test_MultiHead"},
-        why="reshape without the transpose: the attention that uses it is wrong too"),
+        """}, lose={"test_merge_heads"}, why="reshape without the transpose"),
     "mha_scaled_by_d_model": Sub({"multihead_attention": """
         def multihead_attention(x, W_q, W_k, W_v, W_o, num_heads):
             q, k, v = (split_heads(x @ W, num_heads) for W in (W_q, W_k, W_v))

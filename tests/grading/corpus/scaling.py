@@ -81,8 +81,7 @@ CORPUS = {
     "scores_divided_by_d_k": Sub({"scaled_scores": """
         def scaled_scores(q, k):
             return q @ k.transpose(-2, -1) / q.shape[-1]
-        """}, lose={"test_scaled_scores", "test_saturation_stats"},
-        why="divides by d_k; saturation_stats uses it (as the lab says to)"),
+        """}, lose={"test_scaled_scores"}, why="divides by d_k"),
     "scores_only_2d": Sub({"scaled_scores": """
         def scaled_scores(q, k):
             return q @ k.T / math.sqrt(q.shape[-1])

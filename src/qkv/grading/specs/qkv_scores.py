@@ -57,6 +57,25 @@ def rows_cases(g: torch.Generator) -> list[Case]:
     ]
 
 
+def rows_with_true_scores(attention_rows, q, k, v):
+    """Runs in the sandbox: the student's attention with a correct ``score_matrix_rows`` in place of theirs (an
+    error in exercise 2 costs exercise 2 only)."""
+
+    def score_matrix_rows(q, k):
+        return q @ k.T  # (L, S)
+
+    helpers = {"score_matrix_rows": score_matrix_rows}
+    scope = attention_rows.__globals__
+    saved = {name: scope[name] for name in helpers if name in scope}
+    scope.update(helpers)
+    try:
+        return attention_rows(q, k, v)
+    finally:
+        for name in helpers:
+            scope.pop(name, None)
+        scope.update(saved)
+
+
 def rows_reference(q, k, v):
     return qkv.scaled_dot_product_attention(q, k, v, return_weights=True, impl="explicit")  # (L, d_v), (L, S)
 
@@ -109,6 +128,7 @@ SPEC = LabSpec(
         Item("test_score_matrix_rows", 2, "score_matrix_rows", score_cases, score_reference, forbid=FORBID,
              describe="the unscaled scores q k^T, shape (L, S)"),
         Item("test_attention_rows", 3, "attention_rows", rows_cases, rows_reference, forbid=FORBID,
+             call=rows_with_true_scores,
              describe="(out, weights) of softmax(q k^T / sqrt(d_k)) v, softmax along each row"),
         Item("test_attention_columns", 3, "attention_columns", columns_cases, columns_reference, forbid=FORBID,
              describe="O = V softmax(K^T Q / sqrt(d_k)) with the softmax down each column, shape (d_v, L)"),
