@@ -140,7 +140,7 @@ def _dynamic_attrs(node: ast.AST, modules: set[str], last: dict[str, str]) -> tu
         obj, name = sub.args[0], sub.args[1]
         if isinstance(name, ast.Constant) and isinstance(name.value, str):
             if name.value in last:
-                forbidden.add(last[name.value])
+                forbidden.add(f"{_text(obj)}.{name.value}")
             elif name.value in GLOBAL_HATCH_ATTRS:
                 hatches.add(f".{name.value}")
         elif _root(obj) in modules or _root(obj) is None:

@@ -277,16 +277,18 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
     send = child.send
     limit = float(job.get("call_timeout") or 0)
 
+    # CPU time, not wall-clock time: an endless loop burns CPU, while a busy machine only stretches the wall
+    # clock (a limit on it would stop correct code under load). The worker's wall-clock deadline still holds.
     def on_alarm(signum, frame):
-        raise TimeLimit(f"ran past the time limit of {limit:g} s")
+        raise TimeLimit(f"ran past the time limit of {limit:g} s of CPU time")
 
     def arm() -> None:
         if limit > 0:
-            signal.signal(signal.SIGALRM, on_alarm)  # again each time: the student's code may have changed it
-            signal.setitimer(signal.ITIMER_REAL, limit, 1.0)  # and again every second if the first is swallowed
+            signal.signal(signal.SIGPROF, on_alarm)  # again each time: the student's code may have changed it
+            signal.setitimer(signal.ITIMER_PROF, limit, 1.0)  # and again every second if the first is swallowed
 
     def disarm() -> None:
-        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.setitimer(signal.ITIMER_PROF, 0)
 
     def timed_out(err: BaseException) -> dict | None:
         """A function that ran past its limit is retired; returns what to report (None: not a time-out)."""
@@ -296,7 +298,8 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
         if not codes:
             return {"cell": cell, "function": None}
         name = codes[0].co_name
-        why = f"{name} (code cell {cell}) ran past the time limit of {limit:g} s earlier, so it was not run again"
+        why = (f"{name} (code cell {cell}) ran past the time limit of {limit:g} s of CPU time earlier, "
+               "so it was not run again")
         retired = _retire(ns, codes, why)
         return {"cell": int(codes[0].co_filename[6:-1]), "function": retired or name}
 

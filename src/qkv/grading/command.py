@@ -24,6 +24,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
     p.add_argument("--jobs", type=int, default=default_jobs(), help="submissions graded in parallel (default: every core)")
     p.add_argument("--timeout", type=float, default=120.0, help="wall-clock seconds per submission (default 120)")
+    p.add_argument("--call-timeout", type=float, default=None,
+                   help="CPU seconds one cell or one call of a graded function may use (default: --timeout / 8); "
+                        "a function that loops loses only the items that call it")  # fmt: skip
     p.add_argument("--memory", type=int, default=4096, help="memory per submission in MB (default 4096)")
     p.add_argument("--fresh", action="store_true", help="forget earlier results in --out and draw a new seed")
     p.add_argument("--seed", type=int, default=None, help="the inputs' seed for a new --out (default: random, recorded in run.json)")
@@ -53,7 +56,8 @@ def _grade(args: argparse.Namespace) -> int:
                   "as an unprivileged user (or as you, when not root). Use it only for notebooks you trust.")  # fmt: skip
         results = run_batch(args.lab, args.submissions, args.out, course=args.course, jobs=args.jobs,
                             timeout=args.timeout, memory=args.memory, fresh=args.fresh,
-                            use_sandbox=not args.no_sandbox, seed=args.seed, log=log)  # fmt: skip
+                            use_sandbox=not args.no_sandbox, seed=args.seed, call_timeout=args.call_timeout,
+                            log=log)  # fmt: skip
     except GradeError as err:
         print(f"qkv grade: error: {err}", file=sys.stderr)
         return 2
@@ -94,7 +98,7 @@ def _gradescope(args: argparse.Namespace, log) -> int:
                     shutil.copy(p, dest)
         results = run_batch(args.lab, subs.parent, Path(tmp) / "out", course=args.course, jobs=1,
                             timeout=args.timeout, memory=args.memory, fresh=True, use_sandbox=use_sandbox,
-                            seed=args.seed, log=log)  # fmt: skip
+                            seed=args.seed, call_timeout=args.call_timeout, log=log)  # fmt: skip
     from .reports import gradescope_json
 
     write_atomic(args.out / "results.json", gradescope_json(results[0], lab, note))

@@ -32,7 +32,7 @@ MAX_NOTEBOOK = 64 << 20  # bytes; larger files are "malformed" without being par
 MAX_LEAF = 4_000_000
 WORKER_FAILED = "the grader's worker failed while running this notebook (not the student's doing; run again)"
 STATUSES = ("graded", "malformed", "timeout", "memory", "crashed", "ambiguous", "duplicate", "wrong_lab")
-CALL_SHARE = 4  # one cell or one graded call may take 1/CALL_SHARE of a submission's time limit
+CALL_SHARE = 8  # by default, one cell or one graded call may use 1/CALL_SHARE of the time limit in CPU seconds
 
 
 class GradeError(Exception):
@@ -414,7 +414,7 @@ def grade_entry(entry: Entry, lab: Lab, prepared: list[Prepared], worker: sandbo
     own = [src.strip() not in lab.released for src in code]  # the cells the student wrote or changed
     job = {
         "cells": code, "own": own, "timeout": opts["timeout"], "memory_mb": opts["memory"],
-        "call_timeout": opts["timeout"] / CALL_SHARE,
+        "call_timeout": opts.get("call_timeout") or opts["timeout"] / CALL_SHARE,
         "items": [{"grade_id": p.item.grade_id, "function": p.item.function, "forbid": list(p.item.forbid),
                    "call": p.item.call_source(), "call_name": getattr(p.item.call, "__name__", None), "cases": [(c.args, c.kwargs) for c in p.cases]} for p in prepared],
     }  # fmt: skip
@@ -462,8 +462,11 @@ def _cache_key(student: str, sha: str, seed: int, fingerprint: str) -> str:
 
 def run_batch(lab_id: str, submissions: Path, out: Path, *, course: Path = Path("."), jobs: int | None = None,
               timeout: float = 120.0, memory: int = 4096, fresh: bool = False, use_sandbox: bool = True,
-              seed: int | None = None, log=print) -> list[dict]:  # fmt: skip
-    """Grade every student under ``submissions`` into ``out``; returns the results, sorted by student."""
+              seed: int | None = None, call_timeout: float | None = None, log=print) -> list[dict]:  # fmt: skip
+    """Grade every student under ``submissions`` into ``out``; returns the results, sorted by student.
+
+    ``timeout``: wall-clock seconds per submission; ``call_timeout``: CPU seconds one cell or one graded call
+    may use before it is stopped (default ``timeout / CALL_SHARE``): a looping function costs only its items."""
     lab = load_lab(lab_id, course)
     entries = discover(submissions, lab_id)
     out = Path(out)
@@ -492,7 +495,8 @@ def run_batch(lab_id: str, submissions: Path, out: Path, *, course: Path = Path(
     else:
         seed = secrets.randbits(31) if seed is None else int(seed)
     run = {"lab": lab_id, "seed": seed, "spec_sha256": fingerprint, "sandbox": "bubblewrap" if use_sandbox else "none",
-           "timeout": timeout, "memory_mb": memory, "students": len(entries)}  # fmt: skip
+           "timeout": timeout, "call_timeout": call_timeout or timeout / CALL_SHARE, "memory_mb": memory,
+           "students": len(entries)}  # fmt: skip
     write_atomic(run_file, json.dumps(run, indent=1) + "\n")
     prepared = prepare(lab, seed)
     cache = out / "results"
@@ -526,7 +530,7 @@ def run_batch(lab_id: str, submissions: Path, out: Path, *, course: Path = Path(
         lib = sandbox.make_lib(Path(__file__).resolve().parent.parent, tmp)
         pending = list(todo)
         lock = threading.Lock()
-        opts = {"timeout": timeout, "memory": memory}
+        opts = {"timeout": timeout, "memory": memory, "call_timeout": call_timeout}
         done_count = [0]
 
         def work(index: int) -> None:

@@ -89,7 +89,7 @@ def with_replaced(nb: dict, old: str, new: str) -> dict:
 
 def grade_notebooks(lab: str, notebooks: dict[str, dict | str | bytes], tmp_path: Path, *, course: Path = COURSE,
                     jobs: int = 2, seed: int = 1234, timeout: float = 60, memory: int = 2048,
-                    use_sandbox: bool = True) -> dict[str, dict]:  # fmt: skip
+                    use_sandbox: bool = True, call_timeout: float | None = None) -> dict[str, dict]:  # fmt: skip
     """Grade ``{student: notebook}`` (a parsed notebook, JSON text or raw bytes) in one batch; results by student."""
     subs = Path(tmp_path) / "submissions"
     subs.mkdir(parents=True, exist_ok=True)
@@ -97,7 +97,8 @@ def grade_notebooks(lab: str, notebooks: dict[str, dict | str | bytes], tmp_path
         data = nb if isinstance(nb, bytes) else (nb if isinstance(nb, str) else json.dumps(nb)).encode("utf-8")
         (subs / f"{student}.ipynb").write_bytes(data)
     results = run_batch(lab, subs, Path(tmp_path) / "out", course=course, jobs=jobs, timeout=timeout,
-                        memory=memory, seed=seed, use_sandbox=use_sandbox, log=lambda *a, **k: None)  # fmt: skip
+                        memory=memory, seed=seed, use_sandbox=use_sandbox, call_timeout=call_timeout,
+                        log=lambda *a, **k: None)  # fmt: skip
     return {r["student"]: r for r in results}
 
 

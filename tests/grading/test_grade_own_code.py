@@ -1,0 +1,76 @@
+"""Only the student's own code is judged, and ordinary Python in it is not a way around the checks; a
+missing item is reported with the submission's status, never as a KeyError. No sandbox needed."""
+
+from __future__ import annotations
+
+import pytest
+
+from qkv.grading import testing
+from qkv.grading.analysis import analyse
+from qkv.grading.spec import SOFTMAX_FAMILY, TORCH_ATTENTION
+
+SETUP = "import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nimport qkv\n"
+SETATTR_LOOP = """
+class MultiHead(nn.Module):
+    def __init__(self, d_model, num_heads):
+        super().__init__()
+        for name in ("q", "k", "v", "out"):
+            setattr(self, f"{name}_proj", nn.Linear(d_model, d_model))
+        assert hasattr(self, "q_proj")
+
+    def forward(self, x):
+        q = getattr(self, "q_proj")(x)
+        layers = [getattr(self, f"{n}_proj") for n in "qkv"]
+        return layers[0](q)
+"""
+
+
+def test_setattr_getattr_on_the_students_own_objects_are_ordinary_python():
+    found = analyse([SETUP, SETATTR_LOOP], "MultiHead", TORCH_ATTENTION)
+    assert found.hatches == [] and found.forbidden == []
+
+
+@pytest.mark.parametrize("body, forbidden, hatch", [
+    ("def f(x):\n    return getattr(F, 'softmax')(x, -1)\n", ["F.softmax"], None),
+    ("def f(x):\n    return getattr(x, 'softmax')(-1)\n", ["x.softmax"], None),
+    ("def f(x):\n    return getattr(torch, name)(x, -1)\nname = 'softmax'\n", [], "getattr()"),
+    ("def f(x):\n    return getattr(torch.nn.functional, 'soft' + 'max')(x, -1)\n", [], "getattr()"),
+    ("def f(x):\n    return getattr(torch, '_C')._VariableFunctions.softmax(x, -1)\n", [], "._C"),
+    ("def f(x):\n    setattr(torch, 'exp', torch.softmax)\n    return x\n", ["torch.softmax"], None),
+    ("def f(x):\n    setattr(torch, name, x)\n    return x\nname = 'exp'\n", [], "setattr()"),
+])  # fmt: skip
+def test_dynamic_access_to_a_module_is_still_judged(body, forbidden, hatch):
+    found = analyse([SETUP, body], "f", SOFTMAX_FAMILY)
+    assert set(forbidden) <= set(found.forbidden) and (forbidden or hatch)
+    if hatch:
+        assert hatch in found.hatches, found
+
+
+def test_the_labs_unchanged_cells_are_not_judged():
+    """A lab cell that defines a helper with a forbidden call (say, a reference to compare with) is the lab's;
+    the same code written by the student is theirs."""
+    lab_cell = "def reference(x):\n    return torch.softmax(x, -1)\n"
+    graded = "def f(x):\n    return reference(x)\n"
+    assert analyse([SETUP, lab_cell, graded], "f", SOFTMAX_FAMILY, {lab_cell.strip()}).forbidden == []
+    assert analyse([SETUP, lab_cell, graded], "f", SOFTMAX_FAMILY).forbidden == ["torch.softmax"]
+
+
+def test_a_missing_item_is_reported_with_the_status_not_a_key_error(tmp_path, monkeypatch):
+    """check_spec on a variant whose result lacks items (the grader's own failure) says which and why."""
+
+    def fake(lab, notebooks, tmp_path, **kwargs):
+        out = {}
+        for name in notebooks:
+            items = {"test_a": {"points": 1.0, "max": 1.0, "lines": ["passed"]},
+                     "test_b": {"points": 2.0, "max": 2.0, "lines": ["passed"]}}  # fmt: skip
+            if name != "solution":
+                items = {}
+            out[name] = {"student": name, "status": "graded" if name == "solution" else "crashed",
+                         "note": "grader error: boom" if name != "solution" else "", "items": items}  # fmt: skip
+        return out
+
+    monkeypatch.setattr(testing, "grade_notebooks", fake)
+    monkeypatch.setattr(testing, "with_function", lambda nb, name, source: nb)
+    with pytest.raises(AssertionError, match=r"lost points \(status crashed: grader error: boom\)"):
+        testing.check_spec("soft_lookup", {}, {"alternative": {"dot_scores": "def dot_scores(q, k):\n    return k @ q\n"}},
+                           tmp_path)  # fmt: skip
