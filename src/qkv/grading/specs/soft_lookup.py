@@ -68,30 +68,6 @@ def lookup_cases(g: torch.Generator) -> list[Case]:
     return cases
 
 
-def lookup_with_true_helpers(soft_lookup, query, keys, values, **kwargs):
-    """Runs in the sandbox: the student's lookup with correct ``dot_scores`` and ``stable_softmax`` in place of
-    theirs (an error in exercise 1 or 3 costs that exercise only; a forbidden call is still found in the source)."""
-    import torch
-
-    def dot_scores(query, keys):
-        return keys @ query  # (n,)
-
-    def stable_softmax(scores):
-        e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
-        return e / e.sum(dim=-1, keepdim=True)
-
-    helpers = {"dot_scores": dot_scores, "stable_softmax": stable_softmax}
-    scope = soft_lookup.__globals__
-    saved = {name: scope[name] for name in helpers if name in scope}
-    scope.update(helpers)
-    try:
-        return soft_lookup(query, keys, values, **kwargs)
-    finally:
-        for name in helpers:
-            scope.pop(name, None)
-        scope.update(saved)
-
-
 def lookup_reference(query, keys, values, temperature=1.0):
     weights = qkv.softmax(keys @ query / temperature)  # (n,)
     return weights @ values, weights  # (d_v,), (n,)
@@ -107,7 +83,6 @@ SPEC = LabSpec(
         Item("test_stable_softmax", 3, "stable_softmax", softmax_cases, softmax_reference, atol=1e-6, forbid=FORBID,
              describe="softmax over the last axis of any shape, finite for scores of +-1e4"),
         Item("test_soft_lookup", 3, "soft_lookup", lookup_cases, lookup_reference, forbid=FORBID,
-             call=lookup_with_true_helpers,
              describe="the pair (out, weights) of a soft lookup with a temperature"),
         Manual("written_soft_vs_hard", 2, title="Soft versus hard lookup"),
     ),
