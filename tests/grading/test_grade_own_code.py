@@ -31,10 +31,11 @@ def test_setattr_getattr_on_the_students_own_objects_are_ordinary_python():
 
 
 @pytest.mark.parametrize("body, forbidden, hatch", [
-    ("def f(x):\n    return getattr(F, 'softmax')(x, -1)\n", ["F.softmax"], None),
-    ("def f(x):\n    return getattr(x, 'softmax')(-1)\n", ["x.softmax"], None),
+    ("def f(x):\n    return getattr(F, 'softmax')(x, -1)\n", ["getattr(F, 'softmax')"], None),
+    ("def f(x):\n    return getattr(x, 'soft' + 'max')(-1)\n", ["getattr(x, 'soft' + 'max')"], None),
+
     ("def f(x):\n    return getattr(torch, name)(x, -1)\nname = 'softmax'\n", [], "getattr()"),
-    ("def f(x):\n    return getattr(torch.nn.functional, 'soft' + 'max')(x, -1)\n", [], "getattr()"),
+    ("def f(x):\n    return getattr(torch.nn.functional, 'soft' + name)(x, -1)\nname = 'max'\n", [], "getattr()"),
     ("def f(x):\n    return getattr(torch, '_C')._VariableFunctions.softmax(x, -1)\n", [], "._C"),
     ("def f(x):\n    setattr(torch, 'exp', torch.softmax)\n    return x\n", ["torch.softmax"], None),
     ("def f(x):\n    setattr(torch, name, x)\n    return x\nname = 'exp'\n", [], "setattr()"),

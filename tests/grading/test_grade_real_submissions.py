@@ -172,7 +172,9 @@ def test_a_looping_function_costs_only_the_items_that_call_it(tmp_path):
     # cosine_scores and soft_lookup call the student's dot_scores (as the lab suggests); stable_softmax does not
     assert got == {"test_dot_scores": 0, "test_cosine_scores": 0, "test_stable_softmax": 3, "test_soft_lookup": 0}, loop
     assert loop["status"] == "graded" and f"dot_scores (code cell {dot_cell})" in loop["note"], loop["note"]
-    assert "time limit" in " ".join(loop["items"]["test_dot_scores"]["lines"])
+    for gid in ("test_dot_scores", "test_soft_lookup"):
+        said = " ".join(loop["items"][gid]["lines"])
+        assert "time limit" in said and f"dot_scores (code cell {dot_cell})" in said, said
 
     stopped = res["top"]
     assert stopped["status"] == "timeout" and f"code cell {top_cell}" in stopped["note"], stopped["note"]

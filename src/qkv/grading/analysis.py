@@ -127,8 +127,22 @@ def _root(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _folded(node: ast.AST) -> str | None:
+    """The string a constant expression spells (``"soft" + "max"``), or None when it depends on run time."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        left, right = _folded(node.left), _folded(node.right)
+        return None if left is None or right is None else left + right
+    if isinstance(node, ast.JoinedStr):
+        parts = [_folded(v) for v in node.values]
+        return None if any(p is None for p in parts) else "".join(parts)  # type: ignore[arg-type]
+    return None
+
+
 def _dynamic_attrs(node: ast.AST, modules: set[str], last: dict[str, str]) -> tuple[set[str], set[str]]:
-    """(forbidden, hatches) among ``getattr``-like calls in ``node``: a constant name is read like ``obj.name``;
+    """(forbidden, hatches) among ``getattr``-like calls in ``node``: a constant name (constants joined
+    included) is read like ``obj.name``;
     a computed one is a hatch only on an imported module (``getattr(self, f"w_{i}")`` is ordinary Python)."""
     forbidden, hatches = set(), set()
     for sub in ast.walk(node):
@@ -137,13 +151,12 @@ def _dynamic_attrs(node: ast.AST, modules: set[str], last: dict[str, str]) -> tu
         if len(sub.args) < 2:
             hatches.add(f"{sub.func.id}()")
             continue
-        obj, name = sub.args[0], sub.args[1]
-        if isinstance(name, ast.Constant) and isinstance(name.value, str):
-            if name.value in last:
-                forbidden.add(f"{_text(obj)}.{name.value}")
-            elif name.value in GLOBAL_HATCH_ATTRS:
-                hatches.add(f".{name.value}")
-        elif _root(obj) in modules or _root(obj) is None:
+        obj, name = sub.args[0], _folded(sub.args[1])
+        if name in last:
+            forbidden.add(_text(sub))  # as written: getattr(scores, "soft" + "max")
+        elif name in GLOBAL_HATCH_ATTRS:
+            hatches.add(f".{name}")
+        if not isinstance(sub.args[1], ast.Constant) and (_root(obj) in modules or _root(obj) is None):
             hatches.add(f"{sub.func.id}()")
     return forbidden, hatches
 

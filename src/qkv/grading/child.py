@@ -352,7 +352,7 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
                 if slow is not None:
                     slow["function"] = slow["function"] or item["function"]
                     send({"t": "slow", **slow, "item": item["grade_id"]})
-                    msg["slow"] = slow["function"]
+                    msg["slow"] = slow["function"] + (f" (code cell {slow['cell']})" if slow["cell"] else "")
                 elif isinstance(err, TimeLimit):
                     msg["slow"] = True
                 msg["error"] = _short(err)

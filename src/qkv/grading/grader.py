@@ -303,8 +303,8 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
             if "error" in m:
                 err = str(m["error"])[:400]
                 if m.get("slow"):
-                    fails.append((what, "your code ran past the time limit of one call (an endless loop?): "
-                                        + err.removeprefix("TimeLimit: ")))  # fmt: skip
+                    why = f"{m['slow'][:80]} ran past the time limit" if isinstance(m["slow"], str) else err.removeprefix("TimeLimit: ")
+                    fails.append((what, f"your code ran past the time limit of one call (an endless loop?): {why}"))
                 elif m.get("forbidden") or err.startswith("ForbiddenCall"):
                     fails.append((what, "your code called a function this exercise forbids"))
                 elif err.startswith("NotImplementedError"):
@@ -358,8 +358,8 @@ def slow_functions(msgs: list[dict]) -> list[str]:
     """'name (code cell N)' for each function of the student's that ran past its time limit."""
     out = []
     for m in msgs:
-        if m.get("t") == "slow" and isinstance(m.get("function"), str) and isinstance(m.get("cell"), int):
-            text = f"{m['function'][:60]} (code cell {m['cell']})"
+        if m.get("t") == "slow" and isinstance(m.get("function"), str):
+            text = m["function"][:60] + (f" (code cell {m['cell']})" if isinstance(m.get("cell"), int) else "")
             if text not in out:
                 out.append(text)
     return out[:10]
