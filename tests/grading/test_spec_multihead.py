@@ -10,7 +10,7 @@ BUGS = {
         def split_heads(x, num_heads):
             B, L, d_model = x.shape
             return x.reshape(B, num_heads, L, d_model // num_heads)
-        """, {"test_split_heads", "test_multihead_attention", "test_MultiHead"}),
+        """, {"test_split_heads"}),
     "split: heads interleaved (feature c to head c % H)": ("split_heads", """
         def split_heads(x, num_heads):
             B, L, d_model = x.shape
@@ -24,7 +24,7 @@ BUGS = {
         def merge_heads(x):
             B, H, L, d_k = x.shape
             return x.reshape(B, L, H * d_k)
-        """, {"test_merge_heads", "test_multihead_attention", "test_MultiHead"}),
+        """, {"test_merge_heads"}),
     "merge: transpose of the wrong axes": ("merge_heads", """
         def merge_heads(x):
             B, H, L, d_k = x.shape

@@ -141,5 +141,6 @@ def test_soft_lookup_spec_catches_bugs_and_keeps_alternatives(tmp_path):
     # The forbidden calls are named in the feedback, with the reason.
     line = " ".join(results["softmax calls torch.softmax"]["items"]["test_stable_softmax"]["lines"])
     assert "torch.softmax" in line and "forbids" in line
+    # getattr on a tensor is ordinary Python; the softmax it reaches trips in the sandbox and is named.
     line = " ".join(results["softmax through getattr"]["items"]["test_stable_softmax"]["lines"])
-    assert "getattr" in line
+    assert "torch.Tensor.softmax" in line and "forbids" in line

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from qkv.grading.spec import Case, Item, LabSpec, Manual, randn
+from qkv.grading.specs.contracts import float_tensor, integer_tensor
 
 FORBID = (
     "torch.nn.functional.conv1d", "torch.nn.functional.conv2d", "torch.conv1d", "torch.conv2d",
@@ -61,6 +62,27 @@ def shift_reference(L, shift):
 
 
 # --- exercises 3-4: the convolutions -----------------------------------------------------------------------
+def with_true_shifts(attention_conv, x, weight):
+    """Runs in the sandbox: the student's convolution with a correct ``shift_weights`` in place of theirs (an
+    error in exercise 2 costs exercise 2 only)."""
+    import torch
+
+    def shift_weights(L, shift):
+        pos = torch.arange(L)
+        return ((pos[None, :] - pos[:, None]) == shift).float()  # (L, L)
+
+    helpers = {"shift_weights": shift_weights}
+    scope = attention_conv.__globals__
+    saved = {name: scope[name] for name in helpers if name in scope}
+    scope.update(helpers)
+    try:
+        return attention_conv(x, weight)
+    finally:
+        for name in helpers:
+            scope.pop(name, None)
+        scope.update(saved)
+
+
 def conv1d_cases(g: torch.Generator) -> list[Case]:
     return [
         Case((randn(g, 3, 10), randn(g, 2, 3, 5)), label="C_in = 3, C_out = 2, L = 10, K = 5"),
@@ -128,13 +150,15 @@ SPEC = LabSpec(
         Item("test_relative_scores", 2, "relative_scores", scores_cases, scores_reference, forbid=FORBID,
              describe="the (L, L) scores -alpha ((j - i) - shift)^2, rows i, columns j"),
         Item("test_shift_weights", 2, "shift_weights", shift_cases, shift_reference, atol=0, rtol=0, forbid=FORBID,
-             describe="ones at (i, i + shift) where that key exists, zero rows elsewhere (no wrap-around)"),
+             call=float_tensor, describe="a float tensor with ones at (i, i + shift) where that key exists, zero rows elsewhere (no wrap-around)"),
         Item("test_attention_conv1d", 3, "attention_conv1d", conv1d_cases, conv1d_reference, forbid=FORBID,
+             call=with_true_shifts,
              describe="the sum of K shift-heads equals conv1d with zero padding K // 2"),
         Item("test_attention_conv2d", 4, "attention_conv2d", conv2d_cases, conv2d_reference, forbid=FORBID,
+             call=with_true_shifts,
              describe="K * K shift-heads over the pixel sequence equal conv2d with zero padding K // 2"),
         Item("test_receptive_field", 2, "receptive_field", field_cases, field_reference, atol=0, rtol=0,
-             forbid=FORBID, describe="the number of inputs that reach each output of the last layer"),
+             forbid=FORBID, call=integer_tensor, describe="an integer tensor: the number of inputs that reach each output of the last layer"),
         Manual("written_cordonnier", 3, title="What Cordonnier et al. proved, and what they did not"),
     ),
 )  # fmt: skip

@@ -3,7 +3,7 @@
 Five autograded items and one written answer. The masks are compared with the library's masks (booleans
 compared as 0/1, exactly, and the dtype must be bool). ``masked_attention`` is compared with ``qkv.scaled_dot_product_attention`` (explicit
 path, float64) on cases with ``L != S``, ``d_k != d_v``, a batch of heads under one ``(L, S)`` mask, and rows
-that are **fully masked**: there the reference gives zero weights and a zero output, so ``-1e9`` instead of
+that are **fully masked**, and scores of about 1e3 (overflow without the max-subtraction): there the reference gives zero weights and a zero output, so ``-1e9`` instead of
 ``-inf`` (uniform weights) and ``-inf`` without a special case (NaN) both lose the item, as does an inverted
 mask. ``future_leak`` is compared with the same experiment computed by the library, with masks that leak
 exactly at the boundary (position t sees t + 1) so an off-by-one in the compared range shows.
@@ -15,6 +15,7 @@ import torch
 
 import qkv
 from qkv.grading.spec import QKV_ATTENTION, SOFTMAX_FAMILY, TORCH_ATTENTION, Case, Item, LabSpec, Manual, randn
+from qkv.grading.specs.contracts import bool_tensor
 
 MASKS = ("qkv.causal_mask", "qkv.local_mask", "qkv.graph_mask", "qkv.padding_mask")
 FORBID_MASKS = MASKS
@@ -28,20 +29,12 @@ def _int(g: torch.Generator, lo: int, hi: int) -> int:
 
 
 # --- exercises 1-3: the masks ----------------------------------------------------------------------------
-def mask_and_dtype(make_mask, *args, **kwargs):
-    """Runs in the sandbox: the student's mask, and 1.0 if it is boolean (the sandbox sends numbers only)."""
-    import torch
-
-    mask = make_mask(*args, **kwargs)
-    return mask, float(isinstance(mask, torch.Tensor) and mask.dtype == torch.bool)
-
-
 def causal_cases(g: torch.Generator) -> list[Case]:
     return [Case((1,), label="L = 1"), Case((4,), label="L = 4"), Case((_int(g, 5, 12),), label="a random length")]
 
 
 def causal_reference(L):
-    return qkv.causal_mask(L).double(), 1.0
+    return qkv.causal_mask(L).double()
 
 
 def local_cases(g: torch.Generator) -> list[Case]:
@@ -54,7 +47,7 @@ def local_cases(g: torch.Generator) -> list[Case]:
 
 
 def local_reference(L, window):
-    return qkv.local_mask(L, window).double(), 1.0
+    return qkv.local_mask(L, window).double()
 
 
 def _adjacency(g: torch.Generator, n: int, p: float) -> torch.Tensor:
@@ -74,7 +67,7 @@ def graph_cases(g: torch.Generator) -> list[Case]:
 
 
 def graph_reference(adjacency, self_loops=True):
-    return qkv.graph_mask(adjacency, self_loops=self_loops).double(), 1.0
+    return qkv.graph_mask(adjacency, self_loops=self_loops).double()
 
 
 # --- exercise 4: masked attention ------------------------------------------------------------------------
@@ -96,6 +89,10 @@ def attention_cases(g: torch.Generator) -> list[Case]:
              label="batch 2 x 3 heads under one (L, S) mask with two fully masked rows"),
         Case((randn(g, 4, 4), randn(g, 4, 4), randn(g, 4, 2), torch.zeros(4, 4, dtype=torch.bool)),
              label="every key masked for every query"),
+        # Scores of about +-1e3: exp overflows (in float32 above 88, in float64 above 709) without the
+        # max-subtraction the lab asks for, and gives NaN weights.
+        Case((randn(g, 6, 8, scale=1000.0), randn(g, 7, 8), randn(g, 7, 3), _random_mask(g, 6, 7, (4,))),
+             label="huge scores (exp overflows without the max-subtraction) and a fully masked row"),
     ]  # fmt: skip
 
 
@@ -121,6 +118,40 @@ def leak_cases(g: torch.Generator) -> list[Case]:
     ]
 
 
+def leak_with_true_attention(future_leak, x, x_new, t, mask):
+    """Runs in the sandbox: the student's experiment with a correct ``masked_attention`` in place of theirs (an
+    error in exercise 4 costs exercise 4 only); the result must be a Python float."""
+    import math
+
+    import torch
+
+    def masked_attention(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., L, S)
+        if mask is None:
+            mask = torch.ones_like(scores, dtype=torch.bool)
+        scores = scores.masked_fill(~mask, float("-inf"))
+        has_key = mask.any(dim=-1, keepdim=True)
+        m = scores.amax(dim=-1, keepdim=True)
+        e = torch.exp(scores - torch.where(has_key, m, torch.zeros_like(m)))
+        total = e.sum(dim=-1, keepdim=True)
+        weights = torch.where(has_key, e / torch.where(has_key, total, torch.ones_like(total)), torch.zeros_like(e))
+        return weights @ v, weights
+
+    helpers = {"masked_attention": masked_attention}
+    scope = future_leak.__globals__
+    saved = {name: scope[name] for name in helpers if name in scope}
+    scope.update(helpers)
+    try:
+        value = future_leak(x, x_new, t, mask)
+    finally:
+        for name in helpers:
+            scope.pop(name, None)
+        scope.update(saved)
+    if not isinstance(value, float):
+        raise TypeError(f"return a Python float (use .item()); got {type(value).__name__}")
+    return value
+
+
 def leak_reference(x, x_new, t, mask):
     changed = torch.cat([x[: t + 1], x_new[t + 1 :]])
     before = qkv.scaled_dot_product_attention(x, x, x, mask, impl="explicit")
@@ -132,16 +163,16 @@ SPEC = LabSpec(
     lab="masks",
     items=(
         Item("test_causal_mask", 2, "causal_mask", causal_cases, causal_reference, atol=0, rtol=0,
-             forbid=FORBID_MASKS, call=mask_and_dtype, describe="a boolean (L, L) mask, True where j <= i"),
+             forbid=FORBID_MASKS, call=bool_tensor, describe="a boolean (L, L) mask, True where j <= i"),
         Item("test_local_mask", 2, "local_mask", local_cases, local_reference, atol=0, rtol=0,
-             forbid=FORBID_MASKS, call=mask_and_dtype, describe="a boolean (L, L) mask, True where |i - j| <= window"),
+             forbid=FORBID_MASKS, call=bool_tensor, describe="a boolean (L, L) mask, True where |i - j| <= window"),
         Item("test_graph_mask", 2, "graph_mask", graph_cases, graph_reference, atol=0, rtol=0,
-             forbid=FORBID_MASKS, call=mask_and_dtype, describe="a boolean mask, True where adjacency[i, j] is nonzero (not transposed), plus the diagonal if self_loops"),
+             forbid=FORBID_MASKS, call=bool_tensor, describe="a boolean mask, True where adjacency[i, j] is nonzero (not transposed), plus the diagonal if self_loops"),
         Item("test_masked_attention", 4, "masked_attention", attention_cases, attention_reference,
              forbid=FORBID_ATTENTION,
              describe="(out, weights) with masked scores at -inf, scaled by 1/sqrt(d_k); a fully masked row gives zeros"),
         Item("test_future_leak", 2, "future_leak", leak_cases, leak_reference, forbid=FORBID_ATTENTION,
-             describe="the largest change of the outputs at positions 0..t when the tokens after t change"),
+             call=leak_with_true_attention, describe="as a Python float, the largest change of the outputs at positions 0..t when the tokens after t change"),
         Manual("written_fully_masked", 2, title="Fully masked rows: -1e9, NaN or zero"),
     ),
 )  # fmt: skip

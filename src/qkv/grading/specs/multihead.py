@@ -50,6 +50,29 @@ def mha_cases(g: torch.Generator) -> list[Case]:
     return cases
 
 
+def with_true_heads(multihead_attention, *args):
+    """Runs in the sandbox: the student's attention with a correct ``split_heads`` and ``merge_heads`` in place
+    of theirs (an error in exercise 1 or 2 costs that exercise only)."""
+    def split_heads(x, num_heads):
+        B, L, d_model = x.shape
+        return x.reshape(B, L, num_heads, d_model // num_heads).transpose(1, 2)  # (B, H, L, d_k)
+
+    def merge_heads(x):
+        B, H, L, d_k = x.shape
+        return x.transpose(1, 2).reshape(B, L, H * d_k)  # (B, L, d_model)
+
+    helpers = {"split_heads": split_heads, "merge_heads": merge_heads}
+    scope = multihead_attention.__globals__
+    saved = {name: scope[name] for name in helpers if name in scope}
+    scope.update(helpers)
+    try:
+        return multihead_attention(*args)
+    finally:
+        for name in helpers:
+            scope.pop(name, None)
+        scope.update(saved)
+
+
 def mha_reference(x, W_q, W_k, W_v, W_o, num_heads):
     layer = _torch_layer(x.shape[-1], num_heads, bias=False)
     with torch.no_grad():
@@ -76,15 +99,32 @@ def module_cases(g: torch.Generator) -> list[Case]:
 
 
 def build_and_run(cls, d_model, num_heads, state, query, key=None, value=None):
-    """Runs in the sandbox: the student's class, built and loaded with the case's weights, called once."""
+    """Runs in the sandbox: the student's class, built and loaded with the case's weights, called once, with a
+    correct ``split_heads`` and ``merge_heads`` in place of theirs (an error there costs those exercises only)."""
     import torch
 
-    module = cls(d_model, num_heads)
-    module.load_state_dict(state)
-    module.eval()
-    with torch.no_grad():
-        out, weights = module(query) if key is None else module(query, key, value)
-    return out, weights
+    def split_heads(x, num_heads):
+        B, L, d_model = x.shape
+        return x.reshape(B, L, num_heads, d_model // num_heads).transpose(1, 2)  # (B, H, L, d_k)
+
+    def merge_heads(x):
+        B, H, L, d_k = x.shape
+        return x.transpose(1, 2).reshape(B, L, H * d_k)  # (B, L, d_model)
+
+    helpers = {"split_heads": split_heads, "merge_heads": merge_heads}
+    scope = next(f.__globals__ for f in vars(cls).values() if hasattr(f, "__globals__"))
+    saved = {name: scope[name] for name in helpers if name in scope}
+    scope.update(helpers)
+    try:
+        module = cls(d_model, num_heads)
+        module.load_state_dict(state)
+        module.eval()
+        with torch.no_grad():
+            return module(query) if key is None else module(query, key, value)
+    finally:
+        for name in helpers:
+            scope.pop(name, None)
+        scope.update(saved)
 
 
 def module_reference(d_model, num_heads, state, query, key=None, value=None):
@@ -107,6 +147,7 @@ SPEC = LabSpec(
         Item("test_merge_heads", 2, "merge_heads", merge_cases, merge_reference, atol=0.0, rtol=0.0, forbid=FORBID,
              describe="(B, H, L, d_k) to (B, L, H*d_k), the exact inverse of split_heads"),
         Item("test_multihead_attention", 3, "multihead_attention", mha_cases, mha_reference, forbid=FORBID,
+             call=with_true_heads,
              describe="(out, weights) equal to torch.nn.MultiheadAttention's (no bias) with the same weights"),
         Item("test_MultiHead", 3, "MultiHead", module_cases, module_reference, forbid=FORBID, call=build_and_run,
              describe="a module with q_proj, k_proj, v_proj, out_proj that matches torch.nn.MultiheadAttention"),

@@ -15,6 +15,7 @@ import torch
 
 import qkv
 from qkv.grading.spec import Case, Item, LabSpec, Manual, randn
+from qkv.grading.specs.contracts import float32_tensor, python_float
 
 FORBID = ("qkv.sinusoidal_positional_encoding", "qkv.sinusoidal_shift_matrix")
 
@@ -58,6 +59,30 @@ def permutation_cases(g: torch.Generator) -> list[Case]:
     return cases
 
 
+def with_true_encoding(permutation_test, x, perm, W_q, W_k, W_v, use_positions):
+    """Runs in the sandbox: the student's experiment with a correct ``sinusoidal_encoding`` in place of theirs
+    (an error in exercise 1 costs exercise 1 only); the result must be a Python float."""
+    import torch
+
+    def sinusoidal_encoding(num_positions, d_model):
+        omega = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (d/2,)
+        angles = torch.arange(num_positions, dtype=torch.float64)[:, None] * omega  # (P, d/2)
+        pe = torch.zeros(num_positions, d_model, dtype=torch.float64)
+        pe[:, 0::2], pe[:, 1::2] = torch.sin(angles), torch.cos(angles)
+        return pe.float()  # (P, d_model), float32 as the lab asks
+
+    scope = permutation_test.__globals__
+    own = scope.get("sinusoidal_encoding")
+    scope["sinusoidal_encoding"] = sinusoidal_encoding
+    try:
+        value = permutation_test(x, perm, W_q, W_k, W_v, use_positions)
+    finally:
+        scope["sinusoidal_encoding"] = own
+    if not isinstance(value, float):
+        raise TypeError(f"return a Python float (use .item()); got {type(value).__name__}")
+    return value
+
+
 def permutation_reference(x, perm, W_q, W_k, W_v, use_positions):
     L, d_model = x.shape
     pe = qkv.sinusoidal_positional_encoding(L, d_model, dtype=x.dtype) if use_positions else torch.zeros_like(x)
@@ -73,15 +98,15 @@ SPEC = LabSpec(
     lab="positional",
     items=(
         Item("test_sinusoidal_encoding", 3, "sinusoidal_encoding", encoding_cases, encoding_reference,
-             atol=1e-4, rtol=0.0, forbid=FORBID,
-             describe="the (num_positions, d_model) table: sin on even columns, cos on odd, w_i = 10000^(-2i/d_model)"),
+             atol=1e-4, rtol=0.0, forbid=FORBID, call=float32_tensor,
+             describe="the float32 (num_positions, d_model) table: sin on even columns, cos on odd, w_i = 10000^(-2i/d_model)"),
         Item("test_shift_matrix", 3, "shift_matrix", shift_cases, shift_reference, atol=1e-5, rtol=0.0, forbid=FORBID,
-             describe="the block-diagonal rotation M_k with pe[p + k] = pe[p] @ M_k.T"),
+             call=float32_tensor, describe="the float32 block-diagonal rotation M_k with pe[p + k] = pe[p] @ M_k.T"),
         Item("test_offset_dot", 2, "offset_dot", offset_cases, offset_reference, atol=1e-4, rtol=1e-6, forbid=FORBID,
-             describe="PE[p] . PE[p + k] = sum_i cos(k w_i) as a number"),
+             call=python_float, describe="PE[p] . PE[p + k] = sum_i cos(k w_i) as a Python float"),
         Item("test_permutation_test", 3, "permutation_test", permutation_cases, permutation_reference,
-             atol=1e-4, rtol=1e-3, forbid=FORBID,
-             describe="the largest gap |f(h(x[perm])) - f(h(x))[perm]|, with positions added after shuffling"),
+             atol=1e-4, rtol=1e-3, forbid=FORBID, call=with_true_encoding,
+             describe="as a Python float, the largest gap |f(h(x[perm])) - f(h(x))[perm]|, with positions added after shuffling"),
         Manual("written_add_vs_concat", 2, title="Adding versus concatenating positions"),
     ),
 )  # fmt: skip

@@ -1,6 +1,7 @@
 """Grading spec for the lab ``qkv_scores``: Q/K/V projections and attention in the row and column conventions.
 
-Five autograded items and one written answer. Every case uses ``L != S`` and ``d_k != d_v`` (so a missing
+Five autograded items and one written answer. ``test_conventions_agree`` grades only that the two
+functions agree with each other (their correctness is graded by the two items before it). Every case uses ``L != S`` and ``d_k != d_v`` (so a missing
 transpose or a swapped output changes a shape) and ``d_k`` of 16 or 64 (so scaling by ``d_k`` or not at all
 changes the values); one case per attention item has large scores. ``torch.softmax`` is allowed in this lab
 (the students built it in ``soft_lookup``); the attention functions of the library and PyTorch are not.
@@ -56,6 +57,25 @@ def rows_cases(g: torch.Generator) -> list[Case]:
     ]
 
 
+def rows_with_true_scores(attention_rows, q, k, v):
+    """Runs in the sandbox: the student's attention with a correct ``score_matrix_rows`` in place of theirs (an
+    error in exercise 2 costs exercise 2 only)."""
+
+    def score_matrix_rows(q, k):
+        return q @ k.T  # (L, S)
+
+    helpers = {"score_matrix_rows": score_matrix_rows}
+    scope = attention_rows.__globals__
+    saved = {name: scope[name] for name in helpers if name in scope}
+    scope.update(helpers)
+    try:
+        return attention_rows(q, k, v)
+    finally:
+        for name in helpers:
+            scope.pop(name, None)
+        scope.update(saved)
+
+
 def rows_reference(q, k, v):
     return qkv.scaled_dot_product_attention(q, k, v, return_weights=True, impl="explicit")  # (L, d_v), (L, S)
 
@@ -85,15 +105,19 @@ def agree_cases(g: torch.Generator) -> list[Case]:
 
 
 def both_conventions(attention_columns, q, k, v):
-    """Runs in the sandbox: the student's column form on the transposes, and their row form transposed."""
+    """Runs in the sandbox: the student's column form on the transposes minus their row form transposed."""
     attention_rows = attention_columns.__globals__["attention_rows"]
     out_rows, _ = attention_rows(q, k, v)  # (L, d_v)
-    return attention_columns(q.T, k.T, v.T), out_rows.T  # both (d_v, L)
+    out_cols = attention_columns(q.T, k.T, v.T)  # (d_v, L)
+    if tuple(out_cols.shape) != tuple(out_rows.T.shape):
+        raise ValueError(f"shapes: columns {tuple(out_cols.shape)}, rows transposed {tuple(out_rows.T.shape)}")
+    return out_cols - out_rows.T  # (d_v, L): zero when the two conventions agree
 
 
 def agree_reference(q, k, v):
-    out = qkv.scaled_dot_product_attention(q, k, v, impl="explicit").T  # (d_v, L)
-    return out, out
+    # The item checks agreement only: two functions that agree earn the point even if both are wrong (the
+    # attention items grade correctness), as the lab's self-check and the item's description say.
+    return torch.zeros(v.shape[-1], q.shape[0], dtype=q.dtype)  # (d_v, L)
 
 
 SPEC = LabSpec(
@@ -104,6 +128,7 @@ SPEC = LabSpec(
         Item("test_score_matrix_rows", 2, "score_matrix_rows", score_cases, score_reference, forbid=FORBID,
              describe="the unscaled scores q k^T, shape (L, S)"),
         Item("test_attention_rows", 3, "attention_rows", rows_cases, rows_reference, forbid=FORBID,
+             call=rows_with_true_scores,
              describe="(out, weights) of softmax(q k^T / sqrt(d_k)) v, softmax along each row"),
         Item("test_attention_columns", 3, "attention_columns", columns_cases, columns_reference, forbid=FORBID,
              describe="O = V softmax(K^T Q / sqrt(d_k)) with the softmax down each column, shape (d_v, L)"),

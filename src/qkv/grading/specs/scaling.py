@@ -85,8 +85,26 @@ def stats_cases(g: torch.Generator) -> list[Case]:
 
 
 def stats_tuple(saturation_stats, q, k, **kwargs):
-    """Runs in the sandbox: the dict's three values in a fixed order."""
-    result = saturation_stats(q, k, **kwargs)
+    """Runs in the sandbox: the dict's three values in a fixed order, with a correct ``scaled_scores`` in place
+    of the student's (an error in exercise 2 costs exercise 2 only)."""
+    import math
+
+    def scaled_scores(q, k):
+        return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+
+    helpers = {"scaled_scores": scaled_scores}
+    scope = saturation_stats.__globals__
+    saved = {name: scope[name] for name in helpers if name in scope}
+    scope.update(helpers)
+    try:
+        result = saturation_stats(q, k, **kwargs)
+    finally:
+        for name in helpers:
+            scope.pop(name, None)
+        scope.update(saved)
+    for key in ("max_weight", "entropy", "grad_norm"):
+        if not isinstance(result[key], float):
+            raise TypeError(f"result[{key!r}] must be a Python float (use .item()); got {type(result[key]).__name__}")
     return result["max_weight"], result["entropy"], result["grad_norm"]
 
 
@@ -110,10 +128,34 @@ def experiment_cases(g: torch.Generator) -> list[Case]:
 
 
 def experiment_twice(scaling_experiment, d_k_values, **kwargs):
-    """Runs in the sandbox: the six curves in a fixed order, twice with the same seed."""
+    """Runs in the sandbox: the six curves in a fixed order, twice with the same seed, with a correct
+    ``saturation_stats`` in place of the student's (an error in exercise 3 costs exercise 3 only)."""
+    import math
+
+    import torch
+
+    def scaled_scores(q, k):
+        return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+
+    def saturation_stats(q, k, scale=True):
+        w = torch.softmax(scaled_scores(q, k) if scale else q @ k.T, dim=-1)  # (N, S)
+        jacobian = torch.diag_embed(w) - w[:, :, None] * w[:, None, :]  # (N, S, S)
+        return {"max_weight": w.amax(dim=-1).median().item(),
+                "entropy": (-torch.special.xlogy(w, w).sum(dim=-1)).median().item(),
+                "grad_norm": torch.linalg.matrix_norm(jacobian).median().item()}  # fmt: skip
+
     keys = [f"{s}_{m}" for m in ("scaled", "unscaled") for s in ("max_weight", "entropy", "grad_norm")]
-    first = scaling_experiment(d_k_values, **kwargs)
-    second = scaling_experiment(d_k_values, **kwargs)
+    helpers = {"scaled_scores": scaled_scores, "saturation_stats": saturation_stats}
+    scope = scaling_experiment.__globals__
+    saved = {name: scope[name] for name in helpers if name in scope}
+    scope.update(helpers)
+    try:
+        first = scaling_experiment(d_k_values, **kwargs)
+        second = scaling_experiment(d_k_values, **kwargs)
+    finally:
+        for name in helpers:
+            scope.pop(name, None)
+        scope.update(saved)
     return tuple(first[k] for k in keys), tuple(second[k] for k in keys)
 
 
@@ -148,7 +190,7 @@ SPEC = LabSpec(
         Item("test_scaled_scores", 2, "scaled_scores", scores_cases, scores_reference, forbid=FORBID,
              describe="q k^T / sqrt(d_k) with any batch dimensions, shape (..., L, S)"),
         Item("test_saturation_stats", 3, "saturation_stats", stats_cases, stats_reference, forbid=FORBID,
-             call=stats_tuple, describe="medians of the largest weight, the entropy and ||J||_F, finite when saturated"),
+             call=stats_tuple, describe="medians of the largest weight, the entropy and ||J||_F as Python floats, finite when saturated"),
         Item("test_scaling_experiment", 2, "scaling_experiment", experiment_cases, experiment_reference,
              atol=0.15, rtol=0.02, forbid=FORBID, call=experiment_twice, check=_same_twice,
              describe="the six statistics with and without scaling, reproducible with the seed"),

@@ -65,6 +65,39 @@ def _block_params(g: torch.Generator, d_model, num_heads, d_ff) -> dict:
     return _randomise_norms({name: t.detach().clone() for name, t in layer.state_dict().items()}, g)
 
 
+def with_true_parts(function, *args, **kwargs):
+    """Runs in the sandbox: the student's block or model with a correct ``layer_norm`` and ``encoder_block`` in
+    place of theirs (an error in one exercise costs that exercise only)."""
+    import torch
+
+    import qkv
+
+    def layer_norm(x, gamma, beta, eps=1e-5):
+        mu = x.mean(dim=-1, keepdim=True)
+        return gamma * (x - mu) / torch.sqrt(((x - mu) ** 2).mean(dim=-1, keepdim=True) + eps) + beta
+
+    def encoder_block(x, p, num_heads, mask=None):
+        def linear(h, name):
+            return h @ p[f"{name}.weight"].T + p[f"{name}.bias"]
+
+        h = layer_norm(x, p["norm1.weight"], p["norm1.bias"])
+        q, k, v = (qkv.split_heads(linear(h, f"self_attn.{n}_proj"), num_heads) for n in "qkv")
+        x = x + linear(qkv.merge_heads(qkv.scaled_dot_product_attention(q, k, v, mask)), "self_attn.out_proj")
+        h = layer_norm(x, p["norm2.weight"], p["norm2.bias"])
+        return x + linear(torch.relu(linear(h, "linear1")), "linear2")
+
+    helpers = {"layer_norm": layer_norm, "encoder_block": encoder_block}
+    scope = function.__globals__
+    saved = {name: scope[name] for name in helpers if name in scope}
+    scope.update(helpers)
+    try:
+        return function(*args, **kwargs)
+    finally:
+        for name in helpers:
+            scope.pop(name, None)
+        scope.update(saved)
+
+
 # --- exercise 1: layer norm --------------------------------------------------------------------------------
 def norm_cases(g: torch.Generator) -> list[Case]:
     return [
@@ -137,6 +170,8 @@ def train_and_return(train_reversal, p, num_heads, seq_len, steps, seed):
     torch.set_num_threads(1)  # tiny tensors: one thread is fastest, and jobs run side by side
     p = {name: t.clone() for name, t in p.items()}
     losses = train_reversal(p, num_heads, seq_len, steps, seed=seed)
+    if len(losses) != steps or not all(isinstance(v, float) for v in losses):
+        raise TypeError(f"return a list of {steps} losses as Python floats (use loss.item()); got {losses!r:.100}")
     names = sorted(p)
     weights = [p[name].detach().clone() for name in names]
     return [torch.tensor(list(losses), dtype=torch.float64)] + [weights[i : i + 8] for i in range(0, len(weights), 8)]
@@ -172,8 +207,10 @@ SPEC = LabSpec(
         Item("test_layer_norm", 2, "layer_norm", norm_cases, norm_reference, forbid=FORBID,
              describe="normalise the last axis with the biased variance and eps inside the square root, then gamma and beta"),
         Item("test_encoder_block", 4, "encoder_block", block_cases, block_reference, atol=1e-4, forbid=FORBID,
+             call=with_true_parts,
              describe="x + MHA(LN1(x)), then x + FFN(LN2(x)), with the mask applied in every head"),
         Item("test_tiny_forward", 3, "tiny_forward", forward_cases, forward_reference, atol=1e-4, forbid=FORBID,
+             call=with_true_parts,
              describe="embeddings plus the positional encoding, the blocks (with the mask), the final layer norm and the head"),
         Item("test_train_reversal", 3, "train_reversal", train_cases, train_reference, atol=1e300, forbid=FORBID,
              call=train_and_return, check=train_check,

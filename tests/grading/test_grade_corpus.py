@@ -1,0 +1,76 @@
+"""The corpus of realistic submissions: every lab's table in tests/grading/corpus/ graded, sandboxed, in ONE
+batch per lab, and every expected outcome asserted (status, points per item, feedback on correct work).
+
+Expected outcomes are what a fair teacher gives: full marks for correct work written any way a student writes
+it, 0 only on the item a bug breaks. Run with ``-s`` to see the table (submission, expected, got).
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+
+import pytest
+
+from qkv.grading.testing import grade_notebooks
+
+CORPUS = Path(__file__).parent / "corpus"
+sys.path.insert(0, str(CORPUS))
+from build import LABS, build, situations  # noqa: E402
+
+
+def submissions(lab: str) -> dict:
+    """name -> (notebook, Sub): the lab's table and the everyday situations."""
+    table = importlib.import_module(lab)
+    subs = {name: (build(lab, sub), sub) for name, sub in table.CORPUS.items()}
+    subs.update(situations(lab, *table.LAST))
+    return subs
+
+
+def expected_points(sub, result: dict) -> dict[str, float]:
+    return {gid: 0.0 if ("*" in sub.lose or gid in sub.lose) else r["max"] for gid, r in result["items"].items()}
+
+
+def verdict(name: str, sub, result: dict, grade_ids: list[str]) -> list[str]:
+    """The ways ``result`` differs from what the table expects (empty: as expected)."""
+    problems = []
+    if result["status"] != sub.status:
+        problems.append(f"status {result['status']!r} ({result.get('note', '')}), expected {sub.status!r}")
+    if sub.status != "graded":
+        return problems
+    got = {gid: r["points"] for gid, r in result["items"].items()}
+    if sorted(got) != sorted(grade_ids):
+        problems.append(f"items {sorted(got)}, expected {grade_ids}")
+    want = expected_points(sub, result)
+    for gid in grade_ids:
+        if gid in got and got[gid] != want.get(gid):
+            lines = "; ".join(result["items"][gid]["lines"])[:300]
+            problems.append(f"{gid}: {got[gid]:g} points, expected {want.get(gid, 0):g} ({lines})")
+    errors = result.get("cell_errors", [])
+    if name == "unrelated_error":
+        if len(errors) != 1 or "NameError" not in errors[0]:
+            problems.append(f"feedback should list the one failing scratch cell; lists {errors}")
+    elif not sub.lose and errors:
+        problems.append(f"correct work, yet the feedback lists errors: {errors}")
+    if name == "endless_loop" and "loop" not in result.get("note", "") + str(result["items"]):
+        problems.append("the feedback does not say that a function looped")
+    return problems
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_corpus(lab, tmp_path):
+    subs = submissions(lab)
+    results = grade_notebooks(lab, {name: nb for name, (nb, _) in subs.items()}, tmp_path)
+    grade_ids = sorted(next(r for r in results.values() if r["status"] == "graded")["items"])
+    rows, failures = [], []
+    for name, (_, sub) in subs.items():
+        result = results[name]
+        problems = verdict(name, sub, result, grade_ids)
+        got = sum(r["points"] for r in result["items"].values())
+        want = sum(expected_points(sub, result).values()) if sub.status == "graded" else 0.0
+        rows.append(f"{lab:16} {name:28} expected {sub.status:9} {want:5g}  got {result['status']:9} {got:5g} {result.get('wall', 0.0):5.1f}s "
+                    f"{'ok' if not problems else 'MISMATCH'}")  # fmt: skip
+        failures += [f"{name}: {p}" for p in problems]
+    print("\n" + "\n".join(rows))
+    assert not failures, f"{lab}: {len(failures)} unexpected outcomes\n" + "\n".join(failures)
