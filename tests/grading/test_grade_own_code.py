@@ -75,3 +75,19 @@ def test_a_missing_item_is_reported_with_the_status_not_a_key_error(tmp_path, mo
     with pytest.raises(AssertionError, match=r"lost points \(status crashed: grader error: boom\)"):
         testing.check_spec("soft_lookup", {}, {"alternative": {"dot_scores": "def dot_scores(q, k):\n    return k @ q\n"}},
                            tmp_path)  # fmt: skip
+
+
+def test_the_cache_key_covers_the_code_that_decides_a_grade(tmp_path, monkeypatch):
+    from qkv.grading import spec
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    before = spec.source_digest(tmp_path)
+    (tmp_path / "a.py").write_text("x = 2\n")  # a change to the library, the comparison code or a spec
+    changed = spec.source_digest(tmp_path)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b.py").write_text("")  # a new module (say a shared contracts file)
+    assert len({before, changed, spec.source_digest(tmp_path)}) == 3
+    assert spec.spec_fingerprint("masks") != spec.spec_fingerprint("scaling")
+    first = spec.spec_fingerprint("masks")
+    monkeypatch.setattr(spec, "source_digest", lambda folder: "another library")
+    assert spec.spec_fingerprint("masks") != first
