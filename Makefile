@@ -26,11 +26,12 @@ PIP_NOISE := /is ignored: it is neither a file nor a directory/d
 # Debian packages: bubblewrap (the grader's sandbox), chromium (browser tests), fonts-noto-cjk (the glossary's Chinese).
 APT_PACKAGES := bubblewrap chromium fonts-noto-cjk
 
-.PHONY: setup system vendor book test lab dist lock strip clean bench i18n
+.PHONY: setup system vendor book check test lab dist lock strip clean bench i18n
 .DEFAULT_GOAL := help
 
 help:
 	@echo "make book   build the book into _build/html"
+	@echo "make check  lint, format check and the library's fast unit tests (under a minute)"
 	@echo "make test   run every test (unit, property, notebooks, book build, grader, browser)"
 	@echo "make lab    open JupyterLab on your own copy of the labs in work/ (installs only what the labs need)"
 	@echo "make dist   build the wheel and sdist into dist/"
@@ -88,6 +89,14 @@ i18n: $(STAMP) vendor
 # --- end of the two editions' targets
 
 # One thread per pytest worker (and per kernel it starts): $(JOBS) workers share the cores without oversubscribing them.
+# Lint and format check (ruff, ruff.toml) and the library's fast unit tests: under a minute, run first by CI.
+FAST_TESTS := tests/test_attention.py tests/test_masks.py tests/test_multihead.py tests/test_positional.py \
+	tests/test_chunked.py tests/test_encoder.py tests/test_errors.py tests/test_properties.py tests/test_docstrings.py
+check: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check src tests benchmarks tools _ext
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(FAST_TESTS)
+
 test: $(STAMP) system book
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadscope --nbval-lax --nbval-current-env
 

@@ -1,4 +1,4 @@
-"""Sphinx extension for the qkv book: pages that load with no JavaScript error and no internet.
+r"""Sphinx extension for the qkv book: pages that load with no JavaScript error and no internet.
 
 Registered in _config.yml under `sphinx.local_extensions`. It does these small things:
 
@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from docutils import nodes
-
 from sphinx.application import Sphinx
 from sphinx.config import Config
 from sphinx.util import logging

@@ -23,7 +23,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, machine, median, peak_rss_mb, reset_peak_rss, table, timed, write_json  # noqa: E402
+from _common import RESULTS, machine, median, peak_rss_mb, reset_peak_rss, table, timed, write_json
 
 IMPLS = ("explicit", "qkv_fused", "chunked", "torch_sdpa")
 DESCRIPTION = {
@@ -92,10 +92,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--d", type=int, default=64, help="head dimension d_k = d_v")
     parser.add_argument("--impls", nargs="+", default=list(IMPLS), choices=IMPLS)
     parser.add_argument("--repeats", type=int, default=None, help="timed calls per case (default: fewer at large N)")
-    parser.add_argument("--rounds", type=int, default=2, help="fresh processes per case for N >= 4096, alternating implementations")
-    parser.add_argument("--block-size", type=int, default=None, help="chunked_attention's block_size (default: its own)")
-    parser.add_argument("--matmul-n", type=int, default=2048, help="size of the square matrix product used as the ceiling")
-    parser.add_argument("--threads", type=int, default=None, help="torch threads in each process (default: torch's own)")
+    parser.add_argument(
+        "--rounds", type=int, default=2, help="fresh processes per case for N >= 4096, alternating implementations"
+    )
+    parser.add_argument(
+        "--block-size", type=int, default=None, help="chunked_attention's block_size (default: its own)"
+    )
+    parser.add_argument(
+        "--matmul-n", type=int, default=2048, help="size of the square matrix product used as the ceiling"
+    )
+    parser.add_argument(
+        "--threads", type=int, default=None, help="torch threads in each process (default: torch's own)"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS / "attention.json")
     parser.add_argument("--worker", nargs=5, metavar=("IMPL", "N", "D", "REPEATS", "BLOCK"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -139,7 +147,11 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(
                 f"  N={n:6d} {impl:10s} "
-                + (f"{row['median_ms']:10.1f} ms {row['peak_growth_mb']:8.1f} MiB" if "median_ms" in row else row["error"]),
+                + (
+                    f"{row['median_ms']:10.1f} ms {row['peak_growth_mb']:8.1f} MiB"
+                    if "median_ms" in row
+                    else row["error"]
+                ),
                 flush=True,
             )
     matmul.append(spawn("matmul", args.matmul_n, 0, 5, 0, threads=args.threads))
@@ -162,19 +174,41 @@ def main(argv: list[str] | None = None) -> int:
         }
 
     print()
-    print(f"plain matrix product {args.matmul_n}x{args.matmul_n}: " + ", ".join(f"{m.get('gflops', float('nan')):.1f}" for m in matmul)
-          + " GFLOP/s (start, end of the run)")
-    print(table(rows, [("N", "N", "d"), ("impl", "impl", "s"), ("median_ms", "median ms", ".1f"),
-                       ("peak_growth_mb", "peak MiB", ".1f"), ("gflops", "GFLOP/s", ".1f"), ("pct_of_matmul", "% matmul", ".0f")]))
+    print(
+        f"plain matrix product {args.matmul_n}x{args.matmul_n}: "
+        + ", ".join(f"{m.get('gflops', float('nan')):.1f}" for m in matmul)
+        + " GFLOP/s (start, end of the run)"
+    )
+    print(
+        table(
+            rows,
+            [
+                ("N", "N", "d"),
+                ("impl", "impl", "s"),
+                ("median_ms", "median ms", ".1f"),
+                ("peak_growth_mb", "peak MiB", ".1f"),
+                ("gflops", "GFLOP/s", ".1f"),
+                ("pct_of_matmul", "% matmul", ".0f"),
+            ],
+        )
+    )
     if targets:
-        print(f"\nN={n_max}: chunked / explicit time {targets['chunked_over_explicit_time']:.2f} (goal <= 1.5), "
-              f"peak memory {targets['chunked_over_explicit_peak_memory']:.3f} (goal <= 0.10)")
+        print(
+            f"\nN={n_max}: chunked / explicit time {targets['chunked_over_explicit_time']:.2f} (goal <= 1.5), "
+            f"peak memory {targets['chunked_over_explicit_peak_memory']:.3f} (goal <= 0.10)"
+        )
     payload = {
         "benchmark": "attention",
         "machine": info,
-        "config": {"d": args.d, "dtype": "float32", "shape": "(1, 1, N, d)", "block_size": args.block_size,
-                   "rounds_for_N_ge_4096": args.rounds, "flops_per_call": "4 * N * N * d",
-                   "peak": "VmHWM growth over the first call after writing 5 to /proc/self/clear_refs, median over processes"},
+        "config": {
+            "d": args.d,
+            "dtype": "float32",
+            "shape": "(1, 1, N, d)",
+            "block_size": args.block_size,
+            "rounds_for_N_ge_4096": args.rounds,
+            "flops_per_call": "4 * N * N * d",
+            "peak": "VmHWM growth over the first call after writing 5 to /proc/self/clear_refs, median over processes",
+        },
         "implementations": {i: DESCRIPTION[i] for i in args.impls},
         "matmul": {"n": args.matmul_n, "gflops_runs": [m.get("gflops") for m in matmul], "gflops": ceiling},
         "rows": rows,

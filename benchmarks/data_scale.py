@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, machine, table, write_json  # noqa: E402
+from _common import RESULTS, machine, table, write_json
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,13 +52,30 @@ def main(argv: list[str] | None = None) -> int:
             for name, make in models.items():
                 torch.manual_seed(seed)
                 t = time.perf_counter()
-                model, steps = fit_classifier(make(), x_pool[pick], y_pool[pick], x_val, y_val,
-                                              max_steps=args.max_steps, patience=args.patience, seed=seed)
+                model, steps = fit_classifier(
+                    make(),
+                    x_pool[pick],
+                    y_pool[pick],
+                    x_val,
+                    y_val,
+                    max_steps=args.max_steps,
+                    patience=args.patience,
+                    seed=seed,
+                )
                 with torch.no_grad():
                     acc = (model(x_test).argmax(-1) == y_test).float().mean().item()
-                runs.append({"model": name, "n": n, "seed": seed, "test_accuracy": acc, "steps": steps,
-                             "epochs": steps * 64 / n, "seconds": time.perf_counter() - t,
-                             "parameters": sum(p.numel() for p in model.parameters())})
+                runs.append(
+                    {
+                        "model": name,
+                        "n": n,
+                        "seed": seed,
+                        "test_accuracy": acc,
+                        "steps": steps,
+                        "epochs": steps * 64 / n,
+                        "seconds": time.perf_counter() - t,
+                        "parameters": sum(p.numel() for p in model.parameters()),
+                    }
+                )
                 print(f"n={n:6d} seed={seed} {name:9s} accuracy {acc:.3f} after {steps} steps", flush=True)
     rows = []
     for n in args.sizes:
@@ -68,12 +85,29 @@ def main(argv: list[str] | None = None) -> int:
             row[name] = statistics.mean(accs)
             row[name + "_sd"] = statistics.stdev(accs) if len(accs) > 1 else 0.0
         rows.append(row)
-    print(table(rows, [("n", "training images", "d"), ("cnn", "CNN", ".3f"), ("cnn_sd", "sd", ".3f"),
-                       ("attention", "attention", ".3f"), ("attention_sd", "sd", ".3f")]))
+    print(
+        table(
+            rows,
+            [
+                ("n", "training images", "d"),
+                ("cnn", "CNN", ".3f"),
+                ("cnn_sd", "sd", ".3f"),
+                ("attention", "attention", ".3f"),
+                ("attention_sd", "sd", ".3f"),
+            ],
+        )
+    )
     info["load_average_1min_end"] = round(__import__("os").getloadavg()[0], 2)
-    payload = {"benchmark": "data_scale", "machine": info, "seconds": time.perf_counter() - start,
-               "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
-               "test_images": len(x_test), "validation_images": len(x_val), "runs": runs, "summary": rows}
+    payload = {
+        "benchmark": "data_scale",
+        "machine": info,
+        "seconds": time.perf_counter() - start,
+        "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
+        "test_images": len(x_test),
+        "validation_images": len(x_val),
+        "runs": runs,
+        "summary": rows,
+    }
     print(f"wrote {write_json(args.out, payload)}")
     return 0
 

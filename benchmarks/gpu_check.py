@@ -21,12 +21,11 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, machine, median, table, write_json  # noqa: E402
+import torch
+import torch.nn.functional as F
+from _common import RESULTS, machine, median, table, write_json
 
-import torch  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
-
-import qkv  # noqa: E402
+import qkv
 
 F64 = {"rtol": 1e-9, "atol": 1e-9}
 F32 = {"rtol": 1e-4, "atol": 1e-5}
@@ -60,7 +59,7 @@ def _module_check(make, inputs, dev):
     if out_c.is_floating_point():
         out_c.square().mean().backward()
         out_g.square().mean().backward()
-        for (name, pc), (_, pg) in zip(cpu.named_parameters(), gpu.named_parameters()):
+        for (_, pc), (_, pg) in zip(cpu.named_parameters(), gpu.named_parameters()):
             if pc.grad is not None:
                 diff = max(diff, _close(pg.grad, pc.grad, {"rtol": 1e-3, "atol": 1e-5}))
     return diff
@@ -68,7 +67,7 @@ def _module_check(make, inputs, dev):
 
 def checks(dev: torch.device) -> dict:
     """name -> function(dev) returning the max |GPU - CPU| over its cases."""
-    gen = lambda: torch.Generator().manual_seed(0)  # noqa: E731
+    gen = lambda: torch.Generator().manual_seed(0)
 
     def softmax(dev):
         x = torch.randn(4, 7, 9, generator=gen(), dtype=torch.float64)
@@ -82,8 +81,9 @@ def checks(dev: torch.device) -> dict:
         diff = 0.0
         for impl in ("explicit", "fused"):
             for m in (None, mask):
-                got = qkv.scaled_dot_product_attention(q.to(dev), k.to(dev), v.to(dev),
-                                                       None if m is None else m.to(dev), impl=impl)
+                got = qkv.scaled_dot_product_attention(
+                    q.to(dev), k.to(dev), v.to(dev), None if m is None else m.to(dev), impl=impl
+                )
                 diff = max(diff, _close(got, qkv.scaled_dot_product_attention(q, k, v, m, impl=impl), F64))
         out, w = qkv.scaled_dot_product_attention(q.to(dev), k.to(dev), v.to(dev), mask.to(dev), return_weights=True)
         out_c, w_c = qkv.scaled_dot_product_attention(q, k, v, mask, return_weights=True)
@@ -123,14 +123,18 @@ def checks(dev: torch.device) -> dict:
     def positional(dev):
         pe = qkv.sinusoidal_positional_encoding(50, 16, device=dev, dtype=torch.float64)
         m = qkv.sinusoidal_shift_matrix(3, 16, device=dev, dtype=torch.float64)
-        return max(_close(pe, qkv.sinusoidal_positional_encoding(50, 16, dtype=torch.float64), F64),
-                   _close(m, qkv.sinusoidal_shift_matrix(3, 16, dtype=torch.float64), F64))
+        return max(
+            _close(pe, qkv.sinusoidal_positional_encoding(50, 16, dtype=torch.float64), F64),
+            _close(m, qkv.sinusoidal_shift_matrix(3, 16, dtype=torch.float64), F64),
+        )
 
     def mha(dev):
         x = torch.randn(2, 6, 16)
         mask = qkv.causal_mask(6)
-        return max(_module_check(lambda: qkv.MultiHeadAttention(16, 4), (x,), dev),
-                   _module_check(lambda: qkv.MultiHeadAttention(16, 4, impl="explicit"), (x, None, None, mask), dev))
+        return max(
+            _module_check(lambda: qkv.MultiHeadAttention(16, 4), (x,), dev),
+            _module_check(lambda: qkv.MultiHeadAttention(16, 4, impl="explicit"), (x, None, None, mask), dev),
+        )
 
     def encoder_layer(dev):
         return _module_check(lambda: qkv.TransformerEncoderLayer(16, 4), (torch.randn(2, 6, 16),), dev)
@@ -154,12 +158,24 @@ def checks(dev: torch.device) -> dict:
         return 0.0
 
     table_ = {
-        "softmax": softmax, "scaled_dot_product_attention": sdpa, "column_attention": column,
-        "chunked_attention": chunked, "causal_mask": masks, "local_mask": masks, "padding_mask": masks,
-        "graph_mask": masks, "split_heads": heads, "merge_heads": heads,
-        "sinusoidal_positional_encoding": positional, "sinusoidal_shift_matrix": positional,
-        "MultiHeadAttention": mha, "TransformerEncoderLayer": encoder_layer, "TinyTransformer": tiny,
-        "default_device": device, "reversal_batch": tasks, "sorting_batch": tasks,
+        "softmax": softmax,
+        "scaled_dot_product_attention": sdpa,
+        "column_attention": column,
+        "chunked_attention": chunked,
+        "causal_mask": masks,
+        "local_mask": masks,
+        "padding_mask": masks,
+        "graph_mask": masks,
+        "split_heads": heads,
+        "merge_heads": heads,
+        "sinusoidal_positional_encoding": positional,
+        "sinusoidal_shift_matrix": positional,
+        "MultiHeadAttention": mha,
+        "TransformerEncoderLayer": encoder_layer,
+        "TinyTransformer": tiny,
+        "default_device": device,
+        "reversal_batch": tasks,
+        "sorting_batch": tasks,
     }
     return table_
 
@@ -211,12 +227,12 @@ def timing(dev: torch.device, sizes, heads: int, d: int, dtype, block_size: int,
     rows = []
     for n in sizes:
         gen = torch.Generator(device=dev).manual_seed(0)
-        q, k, v = (torch.randn(1, heads, n, d, device=dev, dtype=dtype, generator=gen) for _ in range(3))
+        q, k, v = [torch.randn(1, heads, n, d, device=dev, dtype=dtype, generator=gen) for _ in range(3)]
         impls = {
-            "explicit": lambda: qkv.scaled_dot_product_attention(q, k, v, impl="explicit"),
-            "qkv_fused": lambda: qkv.scaled_dot_product_attention(q, k, v),
-            "chunked": lambda: qkv.chunked_attention(q, k, v, block_size=block_size),
-            "torch_sdpa": lambda: F.scaled_dot_product_attention(q, k, v),
+            "explicit": lambda q=q, k=k, v=v: qkv.scaled_dot_product_attention(q, k, v, impl="explicit"),
+            "qkv_fused": lambda q=q, k=k, v=v: qkv.scaled_dot_product_attention(q, k, v),
+            "chunked": lambda q=q, k=k, v=v: qkv.chunked_attention(q, k, v, block_size=block_size),
+            "torch_sdpa": lambda q=q, k=k, v=v: F.scaled_dot_product_attention(q, k, v),
         }
         for name, fn in impls.items():
             row = {"N": n, "heads": heads, "impl": name}
@@ -239,8 +255,11 @@ def timing(dev: torch.device, sizes, heads: int, d: int, dtype, block_size: int,
             except torch.OutOfMemoryError:
                 row["note"] = "out of memory"
             rows.append(row)
-            print(f"  N={n:6d} {name:10s} " + (f"{row['median_ms']:9.2f} ms" if "median_ms" in row else row["note"]), flush=True)
-        del q, k, v
+            print(
+                f"  N={n:6d} {name:10s} " + (f"{row['median_ms']:9.2f} ms" if "median_ms" in row else row["note"]),
+                flush=True,
+            )
+        del impls, q, k, v  # free the device memory before the next size
         if dev.type == "cuda":
             torch.cuda.empty_cache()
     return rows
@@ -260,27 +279,51 @@ def main(argv: list[str] | None = None) -> int:
 
     dev = torch.device(args.device)
     if dev.type == "cuda" and not torch.cuda.is_available():
-        print("No CUDA GPU here (torch.cuda.is_available() is False): nothing to check. "
-              "Run this script on a machine with a GPU; '--device cpu' smoke-tests the script itself.")
+        print(
+            "No CUDA GPU here (torch.cuda.is_available() is False): nothing to check. "
+            "Run this script on a machine with a GPU; '--device cpu' smoke-tests the script itself."
+        )
         return 0
     torch.backends.cuda.matmul.allow_tf32 = False  # compare float32 with float32, not TF32
     torch.backends.cudnn.allow_tf32 = False
     info = machine()
-    print(f"device: {torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'cpu (smoke test)'}; torch {torch.__version__}")
+    print(
+        f"device: {torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'cpu (smoke test)'}; torch {torch.__version__}"
+    )
 
     rows = correctness(dev)
-    print(table(rows, [("name", "function", "s"), ("status", "GPU vs CPU", "s"), ("max_abs_diff", "max |diff|", ".1e")]))
+    print(
+        table(rows, [("name", "function", "s"), ("status", "GPU vs CPU", "s"), ("max_abs_diff", "max |diff|", ".1e")])
+    )
     failed = [r["name"] for r in rows if r["status"] != "ok"]
 
     print(f"\nattention timing: B=1, H={args.heads}, d={args.d}, {args.dtype}")
-    timings = timing(dev, args.sizes, args.heads, args.d, getattr(torch, args.dtype), args.block_size, args.explicit_max)
-    print(table(timings, [("N", "N", "d"), ("impl", "impl", "s"), ("median_ms", "median ms", ".2f"),
-                          ("peak_growth_mb", "peak MiB", ".0f"), ("tflops", "TFLOP/s", ".2f"), ("note", "note", "s")]))
+    timings = timing(
+        dev, args.sizes, args.heads, args.d, getattr(torch, args.dtype), args.block_size, args.explicit_max
+    )
+    print(
+        table(
+            timings,
+            [
+                ("N", "N", "d"),
+                ("impl", "impl", "s"),
+                ("median_ms", "median ms", ".2f"),
+                ("peak_growth_mb", "peak MiB", ".0f"),
+                ("tflops", "TFLOP/s", ".2f"),
+                ("note", "note", "s"),
+            ],
+        )
+    )
     out = args.out if args.out is not None else (RESULTS / "gpu.json" if dev.type == "cuda" else None)
     if out is not None:
-        payload = {"benchmark": "gpu_check", "machine": info, "device": str(dev), "correctness": rows,
-                   "timing_config": {"B": 1, "H": args.heads, "d": args.d, "dtype": args.dtype,
-                                     "block_size": args.block_size}, "timing": timings}
+        payload = {
+            "benchmark": "gpu_check",
+            "machine": info,
+            "device": str(dev),
+            "correctness": rows,
+            "timing_config": {"B": 1, "H": args.heads, "d": args.d, "dtype": args.dtype, "block_size": args.block_size},
+            "timing": timings,
+        }
         print(f"wrote {write_json(out, payload)}")
     if failed:
         print(f"\nNOT OK on {dev}: {', '.join(failed)}")

@@ -29,10 +29,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, machine, table, write_json  # noqa: E402
+from _common import RESULTS, machine, table, write_json
 
-from qkv.grading.spec import load_spec  # noqa: E402
-from qkv.grading.testing import COURSE, completed_lab  # noqa: E402
+from qkv.grading.spec import load_spec
+from qkv.grading.testing import COURSE, completed_lab
 
 LABS = sorted(p.name for p in (COURSE / "labs").iterdir() if p.is_dir())
 
@@ -60,8 +60,23 @@ def make_submissions(lab: str, n: int, folder: Path) -> None:
 
 
 def run_qkv(lab: str, subs: Path, out: Path, jobs: int) -> tuple[float, dict[str, float], list[dict]]:
-    cmd = [sys.executable, "-m", "qkv.cli", "grade", lab, str(subs), "--out", str(out), "--course", str(COURSE),
-           "--jobs", str(jobs), "--quiet", "--seed", "1"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "qkv.cli",
+        "grade",
+        lab,
+        str(subs),
+        "--out",
+        str(out),
+        "--course",
+        str(COURSE),
+        "--jobs",
+        str(jobs),
+        "--quiet",
+        "--seed",
+        "1",
+    ]
     start = time.perf_counter()
     subprocess.run(cmd, check=True)
     wall = time.perf_counter() - start
@@ -101,12 +116,18 @@ def bench_lab(lab: str, n: int, jobs: int, tmp: Path) -> dict:
     child = sorted(r["wall"] for r in results if r.get("wall"))
     qkv_per = max(child[len(child) // 2] / jobs if child else qkv_wall / n, 1e-3)
     return {
-        "lab": lab, "n": n, "qkv_wall_s": qkv_wall, "qkv_per_submission_s": qkv_per,
-        "qkv_child_median_s": child[len(child) // 2] if child else None, "nbgrader_wall_s": nb_wall,
-        "nbgrader_per_submission_s": nb_wall / n, "ratio_wall": nb_wall / qkv_wall,
+        "lab": lab,
+        "n": n,
+        "qkv_wall_s": qkv_wall,
+        "qkv_per_submission_s": qkv_per,
+        "qkv_child_median_s": child[len(child) // 2] if child else None,
+        "nbgrader_wall_s": nb_wall,
+        "nbgrader_per_submission_s": nb_wall / n,
+        "ratio_wall": nb_wall / qkv_wall,
         "ratio_per_submission": (nb_wall / n) / qkv_per,
-        "totals_agree": sum(qkv_totals.get(s) == t for s, t in nb_totals.items()), "compared": len(nb_totals),
-    }  # fmt: skip
+        "totals_agree": sum(qkv_totals.get(s) == t for s, t in nb_totals.items()),
+        "compared": len(nb_totals),
+    }
 
 
 def main() -> None:
@@ -122,21 +143,41 @@ def main() -> None:
         for lab in args.labs.split(","):
             rows.append(bench_lab(lab, args.n, args.jobs, Path(tmp)))
             print(f"{lab}: done", file=sys.stderr, flush=True)
-    print(table(rows, [
-        ("lab", "lab", "s"), ("n", "subs", "d"), ("qkv_wall_s", "qkv wall s", ".1f"),
-        ("qkv_per_submission_s", "qkv s/sub", ".2f"), ("nbgrader_wall_s", "nbgrader wall s", ".1f"),
-        ("nbgrader_per_submission_s", "nbgrader s/sub", ".2f"), ("ratio_wall", "ratio wall", ".1f"),
-        ("ratio_per_submission", "ratio per sub", ".1f"), ("totals_agree", "totals agree", "d"),
-    ]))  # fmt: skip
+    print(
+        table(
+            rows,
+            [
+                ("lab", "lab", "s"),
+                ("n", "subs", "d"),
+                ("qkv_wall_s", "qkv wall s", ".1f"),
+                ("qkv_per_submission_s", "qkv s/sub", ".2f"),
+                ("nbgrader_wall_s", "nbgrader wall s", ".1f"),
+                ("nbgrader_per_submission_s", "nbgrader s/sub", ".2f"),
+                ("ratio_wall", "ratio wall", ".1f"),
+                ("ratio_per_submission", "ratio per sub", ".1f"),
+                ("totals_agree", "totals agree", "d"),
+            ],
+        )
+    )
     heavy = next((r for r in rows if r["lab"] == "tiny_transformer"), None)
     if heavy:
-        print(f"\nheaviest lab, tiny_transformer: qkv {heavy['qkv_per_submission_s']:.2f} s per submission "
-              f"(child median {heavy['qkv_child_median_s']:.2f} s) against nbgrader's "
-              f"{heavy['nbgrader_per_submission_s']:.2f} s")  # fmt: skip
+        print(
+            f"\nheaviest lab, tiny_transformer: qkv {heavy['qkv_per_submission_s']:.2f} s per submission "
+            f"(child median {heavy['qkv_child_median_s']:.2f} s) against nbgrader's "
+            f"{heavy['nbgrader_per_submission_s']:.2f} s"
+        )
     below = [r["lab"] for r in rows if r["ratio_per_submission"] < 10]
     print(f"goal: at least 10x nbgrader per submission on every lab; below it: {', '.join(below) or 'none'}")
-    write_json(args.json, {"machine": machine(), "jobs": args.jobs, "n_per_lab": args.n, "labs": rows,
-                           "load_average_after": os.getloadavg()})  # fmt: skip
+    write_json(
+        args.json,
+        {
+            "machine": machine(),
+            "jobs": args.jobs,
+            "n_per_lab": args.n,
+            "labs": rows,
+            "load_average_after": os.getloadavg(),
+        },
+    )
     print(f"wrote {args.json}")
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, table, write_json  # noqa: E402
+from _common import RESULTS, table, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
@@ -53,8 +53,13 @@ def measure(lab: str, tmp: Path) -> dict:
     env = layout(bundle, root, ROOT / "solutions" / lab / f"{lab}.ipynb")
     start = time.perf_counter()
     rss_file = tmp / f"{lab}.maxrss"
-    proc = subprocess.Popen(["/usr/bin/time", "-f", "%M", "-o", str(rss_file), "bash", str(root / "source" / "run_autograder")], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = subprocess.Popen(
+        ["/usr/bin/time", "-f", "%M", "-o", str(rss_file), "bash", str(root / "source" / "run_autograder")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     peak = [0.0, 0.0]
 
     def sample() -> None:
@@ -73,10 +78,16 @@ def measure(lab: str, tmp: Path) -> dict:
     seconds = time.perf_counter() - start
     sampler.join()
     results = json.loads((root / "results" / "results.json").read_text())
-    return {"peak_mb": round(peak[0], 1), "peak_pss_mb": round(peak[1], 1), "largest_process_mb": round(int(rss_file.read_text().split()[-1]) / 1024, 1),
-            "seconds": round(seconds, 1), "score": results["score"], "rc": proc.returncode,
-            "machine": f"{psutil.cpu_count()} CPUs ({platform.machine()}), load {psutil.getloadavg()[0]:.1f}",
-            "stderr_tail": err[-300:]}  # fmt: skip
+    return {
+        "peak_mb": round(peak[0], 1),
+        "peak_pss_mb": round(peak[1], 1),
+        "largest_process_mb": round(int(rss_file.read_text().split()[-1]) / 1024, 1),
+        "seconds": round(seconds, 1),
+        "score": results["score"],
+        "rc": proc.returncode,
+        "machine": f"{psutil.cpu_count()} CPUs ({platform.machine()}), load {psutil.getloadavg()[0]:.1f}",
+        "stderr_tail": err[-300:],
+    }
 
 
 def main() -> None:
@@ -89,12 +100,25 @@ def main() -> None:
         for lab in args.labs or lab_ids(ROOT):
             data["labs"][lab] = measure(lab, Path(tmp))
             print(f"{lab}: {data['labs'][lab]}", flush=True)
-    data["note"] = ("one solution submission per lab through the bundle's own run_autograder (default limits); "
-                    "peak_mb and peak_pss_mb: the process tree's summed RSS and PSS (sampled every 50 ms); "
-                    "largest_process_mb: the largest single process (/usr/bin/time's maximum resident set size)")  # fmt: skip
+    data["note"] = (
+        "one solution submission per lab through the bundle's own run_autograder (default limits); "
+        "peak_mb and peak_pss_mb: the process tree's summed RSS and PSS (sampled every 50 ms); "
+        "largest_process_mb: the largest single process (/usr/bin/time's maximum resident set size)"
+    )
     rows = [{"lab": lab, **r} for lab, r in sorted(data["labs"].items())]
-    print(table(rows, [("lab", "lab", "s"), ("peak_mb", "peak RSS MB", ".0f"), ("peak_pss_mb", "peak PSS MB", ".0f"), ("largest_process_mb", "largest process MB", ".0f"),
-                       ("seconds", "seconds", ".1f"), ("score", "score", "g")]))  # fmt: skip
+    print(
+        table(
+            rows,
+            [
+                ("lab", "lab", "s"),
+                ("peak_mb", "peak RSS MB", ".0f"),
+                ("peak_pss_mb", "peak PSS MB", ".0f"),
+                ("largest_process_mb", "largest process MB", ".0f"),
+                ("seconds", "seconds", ".1f"),
+                ("score", "score", "g"),
+            ],
+        )
+    )
     write_json(out, data)
 
 

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, machine, median, table, timed, write_json  # noqa: E402
+from _common import RESULTS, machine, median, table, timed, write_json
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,17 +85,37 @@ def main(argv: list[str] | None = None) -> int:
         for name, t in times.items()
     ]
     info = machine()
-    print(f"multi-head attention, forward + backward: B={B}, L=S={L}, d_model={d_model}, H={H}, float32; "
-          f"{info['cpu']}, {info['torch_threads']} torch threads, {args.rounds} alternating rounds")
-    print(table(rows, [("module", "module", "s"), ("median_ms", "median ms", ".2f"), ("min_ms", "min ms", ".2f"),
-                       ("ratio", "median ratio to torch", ".3f")]))
+    print(
+        f"multi-head attention, forward + backward: B={B}, L=S={L}, d_model={d_model}, H={H}, float32; "
+        f"{info['cpu']}, {info['torch_threads']} torch threads, {args.rounds} alternating rounds"
+    )
+    print(
+        table(
+            rows,
+            [
+                ("module", "module", "s"),
+                ("median_ms", "median ms", ".2f"),
+                ("min_ms", "min ms", ".2f"),
+                ("ratio", "median ratio to torch", ".3f"),
+            ],
+        )
+    )
     print(f"max |difference| from torch: {max_diff:.1e} (output), {max_grad_diff:.1e} (gradient of x)")
     print(f"qkv / torch = {ratios['qkv']:.3f} (goal <= 1.2)")
     payload = {
         "benchmark": "multihead",
         "machine": info,
-        "config": {"B": B, "L": L, "S": L, "d_model": d_model, "H": H, "dtype": "float32", "need_weights": False,
-                   "rounds": args.rounds, "timing": "forward + backward, modules alternated within each round"},
+        "config": {
+            "B": B,
+            "L": L,
+            "S": L,
+            "d_model": d_model,
+            "H": H,
+            "dtype": "float32",
+            "need_weights": False,
+            "rounds": args.rounds,
+            "timing": "forward + backward, modules alternated within each round",
+        },
         "rows": rows,
         "times_ms": {name: [round(t * 1e3, 3) for t in ts] for name, ts in times.items()},
         "max_abs_diff": {"output": max_diff, "grad_x": max_grad_diff},

@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import RESULTS, machine, table, write_json  # noqa: E402
+from _common import RESULTS, machine, table, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDERS = ("chapters", "labs", "solutions")
@@ -43,8 +43,13 @@ def run_notebook(path: Path, timeout: int) -> dict:
     from nbclient.exceptions import CellExecutionError
 
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=True,
-                            resources={"metadata": {"path": str(path.parent)}})
+    client = NotebookClient(
+        nb,
+        timeout=timeout,
+        kernel_name="python3",
+        record_timing=True,
+        resources={"metadata": {"path": str(path.parent)}},
+    )
     row = {"notebook": str(path.relative_to(ROOT)), "status": "ok"}
     start = time.perf_counter()
     try:
@@ -67,8 +72,16 @@ def run_notebook(path: Path, timeout: int) -> dict:
 
 
 def build_book(path_output: Path) -> tuple[float, int, str]:
-    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", "-W", "-n", "--keep-going", str(ROOT),
-           "--path-output", str(path_output)]
+    cmd = [
+        str(Path(sys.executable).parent / "jupyter-book"),
+        "build",
+        "-W",
+        "-n",
+        "--keep-going",
+        str(ROOT),
+        "--path-output",
+        str(path_output),
+    ]
     start = time.perf_counter()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
@@ -78,7 +91,9 @@ def build_book(path_output: Path) -> tuple[float, int, str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("notebooks", nargs="*", type=Path, help="only these (default: every notebook in chapters/, labs/, solutions/)")
+    parser.add_argument(
+        "notebooks", nargs="*", type=Path, help="only these (default: every notebook in chapters/, labs/, solutions/)"
+    )
     parser.add_argument("--skip-book", action="store_true", help="do not build the book")
     parser.add_argument("--skip-notebooks", action="store_true", help="only build the book")
     parser.add_argument("--timeout", type=int, default=300, help="seconds per cell before nbclient gives up")
@@ -93,15 +108,30 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     if not args.skip_notebooks:
-        print(f"running {len(paths)} notebooks (limits: {NOTEBOOK_LIMIT_S:.0f} s a notebook, {CELL_LIMIT_S:.0f} s a cell)")
+        print(
+            f"running {len(paths)} notebooks (limits: {NOTEBOOK_LIMIT_S:.0f} s a notebook, {CELL_LIMIT_S:.0f} s a cell)"
+        )
         for path in paths:
             row = run_notebook(path, args.timeout)
             rows.append(row)
             flag = "  OVER LIMIT" if row["over_limit"] else ""
-            print(f"  {row['notebook']:60s} {row['cells_s']:6.1f} s cells {row['wall_s']:6.1f} s wall  {row['status']}{flag}", flush=True)
-        print(table(rows, [("notebook", "notebook", "s"), ("cells_s", "cells s", ".1f"), ("wall_s", "wall s", ".1f"),
-                           ("slowest_cell_s", "slowest cell s", ".1f"), ("slowest_cell", "cell #", "d"),
-                           ("status", "status", "s")]))
+            print(
+                f"  {row['notebook']:60s} {row['cells_s']:6.1f} s cells {row['wall_s']:6.1f} s wall  {row['status']}{flag}",
+                flush=True,
+            )
+        print(
+            table(
+                rows,
+                [
+                    ("notebook", "notebook", "s"),
+                    ("cells_s", "cells s", ".1f"),
+                    ("wall_s", "wall s", ".1f"),
+                    ("slowest_cell_s", "slowest cell s", ".1f"),
+                    ("slowest_cell", "cell #", "d"),
+                    ("status", "status", "s"),
+                ],
+            )
+        )
 
     book = {}
     if not args.skip_book:
@@ -115,14 +145,21 @@ def main(argv: list[str] | None = None) -> int:
                     print(tail)
         book["limit_cold_s"] = BOOK_LIMIT_S
 
-    payload = {"benchmark": "notebooks", "machine": machine(),
-               "limits": {"notebook_s": NOTEBOOK_LIMIT_S, "cell_s": CELL_LIMIT_S, "book_cold_s": BOOK_LIMIT_S},
-               "notebooks": rows, "book": book}
+    payload = {
+        "benchmark": "notebooks",
+        "machine": machine(),
+        "limits": {"notebook_s": NOTEBOOK_LIMIT_S, "cell_s": CELL_LIMIT_S, "book_cold_s": BOOK_LIMIT_S},
+        "notebooks": rows,
+        "book": book,
+    }
     if not args.skip_notebooks:
         total = sum(r["wall_s"] for r in rows)
-        print(f"{len(rows)} notebooks, {total:.0f} s wall in all; over a limit: "
-              + (", ".join(r["notebook"] for r in rows if r["over_limit"]) or "none")
-              + "; errors: " + (", ".join(r["notebook"] for r in rows if r["status"] != "ok") or "none"))
+        print(
+            f"{len(rows)} notebooks, {total:.0f} s wall in all; over a limit: "
+            + (", ".join(r["notebook"] for r in rows if r["over_limit"]) or "none")
+            + "; errors: "
+            + (", ".join(r["notebook"] for r in rows if r["status"] != "ok") or "none")
+        )
     print(f"wrote {write_json(args.out, payload)}")
     return 0
 

@@ -16,7 +16,6 @@ def device(request):
     return torch.device(request.param)
 
 
-
 @pytest.fixture(autouse=True)
 def _fresh_seed():
     """Each test draws fresh random inputs from a new seed, printed so that pytest shows it with a failure;

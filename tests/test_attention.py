@@ -5,9 +5,9 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from tolerances import TOL
 
 import qkv
-from tolerances import TOL
 
 SHAPES = [  # (batch dims, L, S, d_k, d_v)
     ((), 5, 5, 8, 8),

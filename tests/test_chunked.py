@@ -3,9 +3,9 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from tolerances import TOL
 
 import qkv
-from tolerances import TOL
 
 
 @pytest.mark.parametrize("causal", [False, True])

@@ -27,7 +27,11 @@ ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}  
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in folder.rglob("*") if p.is_file() and ".git" not in p.parts}
+    return {
+        p.relative_to(folder).as_posix(): p.read_bytes()
+        for p in folder.rglob("*")
+        if p.is_file() and ".git" not in p.parts
+    }
 
 
 def test_student_dist_has_the_labs_and_no_solutions(tmp_path, capsys):
@@ -37,7 +41,13 @@ def test_student_dist_has_the_labs_and_no_solutions(tmp_path, capsys):
     for lab in LABS:
         assert files[f"labs/{lab}/{lab}.ipynb"] == (REPO / "labs" / lab / f"{lab}.ipynb").read_bytes()
         assert f"labs/{lab}/{lab}.ipynb" in files["README.md"].decode()
-    assert {name.split("/")[0] for name in files} == {"labs", "chapters", "README.md", "requirements.txt", ".qkv-student-dist"}
+    assert {name.split("/")[0] for name in files} == {
+        "labs",
+        "chapters",
+        "README.md",
+        "requirements.txt",
+        ".qkv-student-dist",
+    }
     for name, data in files.items():
         for secret in (b"BEGIN SOLUTION", b"BEGIN HIDDEN TESTS", b"qkv.grading"):
             assert secret not in data, f"{name} holds {secret!r}"
@@ -63,13 +73,18 @@ def test_hub_requirements_are_the_lock_pins():
     pins = re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", (REPO / "hub" / "requirements.txt").read_text(), re.M)
     assert pins and {name for name, _ in pins} >= {"torch", "jupyterlab", "nbgrader", "nbgitpuller"}
     for name, version in pins:
-        assert name not in lock or lock[name] == version, f"hub/requirements.txt pins {name}=={version}, the lock {lock[name]}"
+        assert name not in lock or lock[name] == version, (
+            f"hub/requirements.txt pins {name}=={version}, the lock {lock[name]}"
+        )
     dockerfile = (REPO / "hub" / "Dockerfile").read_text()
     for source in re.findall(r"^COPY (?:--\S+ )*(.+) \S+$", dockerfile, re.M):
         for path in source.split():
             assert (REPO / path).exists(), f"hub/Dockerfile copies {path}, which does not exist"
     assert "-name '*.py' ! -name __init__.py -delete" in dockerfile  # no grading spec in the students' image
-    assert "JUPYTER_CONFIG_PATH=/etc/jupyter/qkv-student" in dockerfile and "COPY hub/jupyter /etc/jupyter/qkv-student" in dockerfile
+    assert (
+        "JUPYTER_CONFIG_PATH=/etc/jupyter/qkv-student" in dockerfile
+        and "COPY hub/jupyter /etc/jupyter/qkv-student" in dockerfile
+    )
 
 
 def _get(url: str) -> tuple[int, str]:
@@ -91,11 +106,25 @@ def test_hub_configuration_has_student_tools_only(tmp_path):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     token = secrets.token_hex(16)
-    env = {**ENV, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_CONFIG_PATH": str(REPO / "hub" / "jupyter"),
-           "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "JUPYTER_DATA_DIR": str(tmp_path / "data")}  # fmt: skip
-    command = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-               "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={tmp_path}",
-               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"] + (["--allow-root"] if os.geteuid() == 0 else [])  # fmt: skip
+    env = {
+        **ENV,
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+        "JUPYTER_CONFIG_PATH": str(REPO / "hub" / "jupyter"),
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={tmp_path}",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ] + (["--allow-root"] if os.geteuid() == 0 else [])
     log = tmp_path / "lab.log"
     with open(log, "wb") as out:
         server = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
@@ -107,13 +136,23 @@ def test_hub_configuration_has_student_tools_only(tmp_path):
             time.sleep(0.5)
         assert _get(f"{base}/formgrader?token={token}")[0] == 404
         assert _get(f"{base}/formgraders?token={token}")[0] == 404  # the course list
-        assert _get(f"{base}/nbgrader_version?version=0.9.6&token={token}")[0] == 200  # nbgrader's student side is there
+        assert (
+            _get(f"{base}/nbgrader_version?version=0.9.6&token={token}")[0] == 200
+        )  # nbgrader's student side is there
         assert _get(f"{base}/assignments?course_id=c&token={token}")[0] != 404
         status, page = _get(f"{base}/lab?token={token}")
-        config = json.loads(re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', page, re.S).group(1))
+        config = json.loads(
+            re.search(r'<script id="jupyter-config-data" type="application/json">(.*?)</script>', page, re.S).group(1)
+        )
         off = {"@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment", "@jupyter/nbgrader:course-list"}
-        assert status == 200 and off <= set(config["disabledExtensions"]) and off <= set(config.get("lockedExtensions", {}))
-        assert not {"@jupyter/nbgrader:validate-assignment", "@jupyter/nbgrader:assignment-list"} & set(config["disabledExtensions"])
+        assert (
+            status == 200
+            and off <= set(config["disabledExtensions"])
+            and off <= set(config.get("lockedExtensions", {}))
+        )
+        assert not {"@jupyter/nbgrader:validate-assignment", "@jupyter/nbgrader:assignment-list"} & set(
+            config["disabledExtensions"]
+        )
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -140,7 +179,9 @@ def test_course_init_into_an_nbgrader_quickstart_course(tmp_path):
     # Not interactive, no --yes: the lab is copied (nothing was there), the course's settings are not touched.
     done = _qkv("course", "init", str(course), LAB, ok=False)
     assert "IncludeHeaderFooter.header = ''" in done.stderr and config.read_text() == original
-    assert (course / "source" / LAB / f"{LAB}.ipynb").read_bytes() == (REPO / "solutions" / LAB / f"{LAB}.ipynb").read_bytes()
+    assert (course / "source" / LAB / f"{LAB}.ipynb").read_bytes() == (
+        REPO / "solutions" / LAB / f"{LAB}.ipynb"
+    ).read_bytes()
     _run([*nbgrader, "generate_assignment", LAB], course)
     release = course / "release" / LAB / f"{LAB}.ipynb"
     assert release.read_bytes() != (REPO / "labs" / LAB / f"{LAB}.ipynb").read_bytes()  # the header's cells
@@ -181,8 +222,15 @@ def test_course_init_needs_an_nbgrader_course(tmp_path):
 
 
 def test_nbgrader_folders_at_the_root_are_ignored_by_git():
-    generated = ["gradebook.db", ".nbgrader.log", "submitted/alice/soft_lookup/soft_lookup.ipynb", "autograded/alice/x",
-                 "feedback/alice/x.html", "release/soft_lookup/soft_lookup.ipynb", "source/soft_lookup/soft_lookup.ipynb"]  # fmt: skip
+    generated = [
+        "gradebook.db",
+        ".nbgrader.log",
+        "submitted/alice/soft_lookup/soft_lookup.ipynb",
+        "autograded/alice/x",
+        "feedback/alice/x.html",
+        "release/soft_lookup/soft_lookup.ipynb",
+        "source/soft_lookup/soft_lookup.ipynb",
+    ]
     kept = ["labs/soft_lookup/soft_lookup.ipynb", "solutions/soft_lookup/soft_lookup.ipynb", "src/qkv/course.py"]
     for path in generated + kept:
         ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=REPO).returncode == 0

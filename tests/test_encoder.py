@@ -15,8 +15,13 @@ def _torch_layer_from(ours: qkv.TransformerEncoderLayer, d_ff: int) -> nn.Transf
     """PyTorch's encoder layer carrying exactly our weights (the independent reference)."""
     mha = ours.self_attn
     ref = nn.TransformerEncoderLayer(
-        mha.d_model, mha.num_heads, dim_feedforward=d_ff, dropout=0.0, activation="relu",
-        batch_first=True, norm_first=ours.norm_first,
+        mha.d_model,
+        mha.num_heads,
+        dim_feedforward=d_ff,
+        dropout=0.0,
+        activation="relu",
+        batch_first=True,
+        norm_first=ours.norm_first,
     ).to(torch.float64)
     with torch.no_grad():
         ref.self_attn.in_proj_weight.copy_(torch.cat([mha.q_proj.weight, mha.k_proj.weight, mha.v_proj.weight]))
@@ -170,7 +175,9 @@ def test_layer_shape_errors():
 
 def test_tiny_transformer_input_errors():
     model = qkv.TinyTransformer(5, 8, 2, 1, max_len=6)
-    with pytest.raises(ValueError, match=r"tokens must be an integer tensor \(B, L\); got shape \(2, 3\), dtype torch.float32"):
+    with pytest.raises(
+        ValueError, match=r"tokens must be an integer tensor \(B, L\); got shape \(2, 3\), dtype torch.float32"
+    ):
         model(torch.zeros(2, 3))
     with pytest.raises(ValueError, match=r"tokens must be an integer tensor \(B, L\); got shape \(3,\)"):
         model(torch.zeros(3, dtype=torch.long))
@@ -180,7 +187,7 @@ def test_tiny_transformer_input_errors():
         model(torch.tensor([[0, 5]]))
     with pytest.raises(ValueError, match=r"tokens must be ids in \[0, 5\); got ids in \[-1, 2\]"):
         model(torch.tensor([[-1, 2]]))
-    with pytest.raises(TypeError, match="tokens must be a torch.Tensor"):
+    with pytest.raises(TypeError, match=r"tokens must be a torch\.Tensor"):
         model([[1, 2]])
     with pytest.raises(ValueError, match=r"targets must be the shape of tokens \(1, 2\); got shape \(2,\)"):
         model.accuracy(torch.tensor([[0, 1]]), torch.tensor([0, 1]))

@@ -33,7 +33,9 @@ def test_value_length_must_match_key():
 
 
 def test_mask_must_be_boolean():
-    with pytest.raises(ValueError, match=r"mask must be a boolean tensor \(True = may attend\); got dtype torch.float32"):
+    with pytest.raises(
+        ValueError, match=r"mask must be a boolean tensor \(True = may attend\); got dtype torch.float32"
+    ):
         qkv.scaled_dot_product_attention(q, k, v, torch.zeros(5, 7))
 
 
@@ -93,7 +95,9 @@ def test_mask_sizes():
 
 
 def test_split_heads_divisibility():
-    with pytest.raises(ValueError, match=r"x must be \(B, L, d_model\) with d_model divisible by num_heads=3; got shape \(2, 5, 8\)"):
+    with pytest.raises(
+        ValueError, match=r"x must be \(B, L, d_model\) with d_model divisible by num_heads=3; got shape \(2, 5, 8\)"
+    ):
         qkv.split_heads(torch.randn(2, 5, 8), 3)
     with pytest.raises(ValueError, match=r"x must be \(B, H, L, d_head\); got shape \(5, 8\)"):
         qkv.merge_heads(torch.randn(5, 8))

@@ -50,10 +50,14 @@ def test_every_page_has_a_catalog():
 def test_every_message_is_translated():
     """0 untranslated, 0 fuzzy, 0 broken (math, code, roles, links changed) in every catalog."""
     table = TOOL.stats()
-    todo = {d: (len(s["untranslated"]), len(s["fuzzy"]), len(s["broken"])) for d, s in table.items()
-            if s["untranslated"] or s["fuzzy"] or s["broken"]}  # fmt: skip
+    todo = {
+        d: (len(s["untranslated"]), len(s["fuzzy"]), len(s["broken"]))
+        for d, s in table.items()
+        if s["untranslated"] or s["fuzzy"] or s["broken"]
+    }
     assert not todo, "pages with (untranslated, fuzzy, broken) entries:\n" + "\n".join(
-        f"  {d}: {t}" for d, t in todo.items())
+        f"  {d}: {t}" for d, t in todo.items()
+    )
 
 
 @pytest.mark.parametrize("docname", DONE)
@@ -94,8 +98,16 @@ def test_a_changed_paragraph_goes_fuzzy_and_stays_english():
     assert merged.get("$d_k$").string == "$d_k$"
     stats = i18n.Stats.of(merged)
     assert (stats.total, stats.translated, len(stats.fuzzy)) == (3, 2, 1)
-    nb = {"cells": [{"cell_type": "markdown", "id": "a", "metadata": {},
-                     "source": "The weights sum to one, always.\n\nKeys are rows of $K$."}]}  # fmt: skip
+    nb = {
+        "cells": [
+            {
+                "cell_type": "markdown",
+                "id": "a",
+                "metadata": {},
+                "source": "The weights sum to one, always.\n\nKeys are rows of $K$.",
+            }
+        ]
+    }
     out, missing = i18n.translate_notebook(nb, merged)
     assert out["cells"][0]["source"] == "The weights sum to one, always.\n\n键是 $K$ 的各行。"
     assert missing == ["The weights sum to one, always."]
@@ -112,19 +124,39 @@ def test_broken_translations_are_caught():
 
 def test_translate_notebook_keeps_code_metadata_and_markers():
     catalog = Catalog(locale="zh_CN")
-    for en, zh in [("Exercise 1 (2 points)", "练习 1（2 分）"), ("first item", "第一项"), ("a | cell", "一个单元格"),
-                   ("Hint", "提示"), ("A long paragraph that goes on over two lines.", "一个跨两行的长段落。"),
-                   ("The model answer.", "参考答案。"), ("$x$", "$x$")]:  # fmt: skip
+    for en, zh in [
+        ("Exercise 1 (2 points)", "练习 1（2 分）"),
+        ("first item", "第一项"),
+        ("a | cell", "一个单元格"),
+        ("Hint", "提示"),
+        ("A long paragraph that goes on over two lines.", "一个跨两行的长段落。"),
+        ("The model answer.", "参考答案。"),
+        ("$x$", "$x$"),
+    ]:
         catalog.add(en, zh)
-    md = ("## Exercise 1 (2 points)\n\n- first item\n- second item\n\n| a \\| cell | $x$ |\n|---|---|\n\n"
-          "<details><summary>Hint</summary>\n\nA long paragraph that goes\non over two lines.\n</details>")
-    nb = {"cells": [
-        {"cell_type": "markdown", "id": "m", "metadata": {"nbgrader": {"grade_id": "t"}}, "source": md},
-        {"cell_type": "code", "id": "c", "metadata": {}, "source": "# first item\nprint('Hint')", "outputs": [],
-         "execution_count": None},
-        {"cell_type": "markdown", "id": "w", "metadata": {},
-         "source": "### BEGIN SOLUTION\nThe model answer.\n### END SOLUTION"},
-    ]}  # fmt: skip
+    md = (
+        "## Exercise 1 (2 points)\n\n- first item\n- second item\n\n| a \\| cell | $x$ |\n|---|---|\n\n"
+        "<details><summary>Hint</summary>\n\nA long paragraph that goes\non over two lines.\n</details>"
+    )
+    nb = {
+        "cells": [
+            {"cell_type": "markdown", "id": "m", "metadata": {"nbgrader": {"grade_id": "t"}}, "source": md},
+            {
+                "cell_type": "code",
+                "id": "c",
+                "metadata": {},
+                "source": "# first item\nprint('Hint')",
+                "outputs": [],
+                "execution_count": None,
+            },
+            {
+                "cell_type": "markdown",
+                "id": "w",
+                "metadata": {},
+                "source": "### BEGIN SOLUTION\nThe model answer.\n### END SOLUTION",
+            },
+        ]
+    }
     out, missing = i18n.translate_notebook(nb, catalog)
     text = out["cells"][0]["source"]
     assert text.startswith("## 练习 1（2 分）\n\n- 第一项\n- second item\n\n| 一个单元格 | $x$ |")

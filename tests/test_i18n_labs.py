@@ -59,10 +59,17 @@ def test_nbgrader_validates_the_translated_solution(tmp_path):
     labs.translated_solutions(ROOT, [TRANSLATED], "zh", tmp_path)
     nb = tmp_path / TRANSLATED / f"{TRANSLATED}.ipynb"
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT / "src")}
-    done = subprocess.run([sys.executable, "-m", "nbgrader", "validate", str(nb)], cwd=tmp_path,
-                          capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "nbgrader", "validate", str(nb)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert done.returncode == 0 and "Success! Your notebook passes all the tests." in done.stdout, (
-        done.stdout[-2000:] + done.stderr[-2000:])
+        done.stdout[-2000:] + done.stderr[-2000:]
+    )
 
 
 def test_same_answers_same_totals_in_both_languages(tmp_path):

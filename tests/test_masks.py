@@ -12,7 +12,11 @@ def test_causal_mask_definition_and_torch_alignment(L, S):
     m = qkv.causal_mask(L, S)
     assert m.dtype == torch.bool and m.shape == (L, S)
     assert m.tolist() == [[j <= i for j in range(S)] for i in range(L)]
-    q, k, v = torch.randn(L, 4, dtype=torch.float64), torch.randn(S, 4, dtype=torch.float64), torch.randn(S, 2, dtype=torch.float64)
+    q, k, v = (
+        torch.randn(L, 4, dtype=torch.float64),
+        torch.randn(S, 4, dtype=torch.float64),
+        torch.randn(S, 2, dtype=torch.float64),
+    )
     if L <= S:  # rows with no key (L > S top-left) are left out: torch gives NaN there
         torch.testing.assert_close(
             qkv.scaled_dot_product_attention(q, k, v, m), F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -47,7 +51,11 @@ def test_padding_ignores_padded_keys():
 
 def test_graph_mask_definition():
     adj = torch.tensor([[0, 1, 0], [0, 0, 1], [1, 0, 0]])
-    assert qkv.graph_mask(adj, self_loops=False).tolist() == [[False, True, False], [False, False, True], [True, False, False]]
+    assert qkv.graph_mask(adj, self_loops=False).tolist() == [
+        [False, True, False],
+        [False, False, True],
+        [True, False, False],
+    ]
     assert qkv.graph_mask(adj).tolist() == [[True, True, False], [False, True, True], [True, False, True]]
     assert qkv.graph_mask(adj.bool()).dtype == torch.bool
 
@@ -66,5 +74,10 @@ def test_graph_attention_is_neighbour_aggregation():
 @pytest.mark.parametrize("fn", [qkv.causal_mask, qkv.local_mask, qkv.padding_mask, qkv.graph_mask])
 def test_masks_take_a_device(fn):
     # "meta" is never the default device, so ignoring `device` fails this test even on a machine without a GPU
-    args = {qkv.causal_mask: (3,), qkv.local_mask: (3, 1), qkv.padding_mask: ([1, 2],), qkv.graph_mask: (torch.eye(3),)}[fn]
+    args = {
+        qkv.causal_mask: (3,),
+        qkv.local_mask: (3, 1),
+        qkv.padding_mask: ([1, 2],),
+        qkv.graph_mask: (torch.eye(3),),
+    }[fn]
     assert fn(*args, device="meta").device.type == "meta"

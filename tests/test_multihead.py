@@ -2,9 +2,9 @@
 
 import pytest
 import torch
+from tolerances import TOL
 
 import qkv
-from tolerances import TOL
 
 CASES = [  # (B, L, S, d_model, H)
     (1, 5, 5, 8, 1),
@@ -29,7 +29,10 @@ def test_matches_torch_cross_attention(case, bias, impl, device):
     B, L, S, d, H = case
     ref = torch_mha(d, H, bias, device=device)
     mine = qkv.MultiHeadAttention.from_torch(ref, impl=impl)
-    q, kv = torch.randn(B, L, d, dtype=torch.float64, device=device), torch.randn(B, S, d, dtype=torch.float64, device=device)
+    q, kv = (
+        torch.randn(B, L, d, dtype=torch.float64, device=device),
+        torch.randn(B, S, d, dtype=torch.float64, device=device),
+    )
     v = torch.randn(B, S, d, dtype=torch.float64, device=device)
     out, w = mine(q, kv, v, need_weights=impl != "fused")
     ref_out, ref_w = ref(q, kv, v, need_weights=True, average_attn_weights=False)
@@ -54,7 +57,10 @@ def test_masks_match_torch_with_inverted_convention(impl, device):
     B, L, S, d, H = 3, 5, 6, 16, 4
     ref = torch_mha(d, H, device=device)
     mine = qkv.MultiHeadAttention.from_torch(ref, impl=impl)
-    q, kv = torch.randn(B, L, d, dtype=torch.float64, device=device), torch.randn(B, S, d, dtype=torch.float64, device=device)
+    q, kv = (
+        torch.randn(B, L, d, dtype=torch.float64, device=device),
+        torch.randn(B, S, d, dtype=torch.float64, device=device),
+    )
     allowed = torch.rand(L, S, device=device) < 0.6
     allowed[:, 0] = True
     pad = qkv.padding_mask([6, 4, 2], device=device)  # (B, 1, 1, S)

@@ -15,7 +15,12 @@ from qkv import labs
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted(
-    map(Path, subprocess.run(["git", "ls-files", "*.ipynb"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.split())
+    map(
+        Path,
+        subprocess.run(
+            ["git", "ls-files", "*.ipynb"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.split(),
+    )
 )
 LABS = labs.lab_ids(ROOT)
 
@@ -39,14 +44,18 @@ def test_committed_without_outputs_and_with_stable_ids(path):
 
 
 def test_labs_are_exactly_what_nbgrader_generates():
-    done = subprocess.run([sys.executable, "-m", "qkv.cli", "labs", "--check", "--course", str(ROOT)], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "qkv.cli", "labs", "--check", "--course", str(ROOT)], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr + done.stdout
 
 
 def _cell_errors(path: Path) -> dict[str, bool]:
     """Execute a notebook with errors allowed; map each `raises-exception` cell's id to whether it raised."""
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=60, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        nb, timeout=60, kernel_name="python3", allow_errors=True, resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     return {
         c.id: any(o.output_type == "error" for o in c.outputs)
         for c in nb.cells
@@ -60,8 +69,12 @@ def test_tagged_cells_raise_in_the_blank_lab_and_not_in_the_solution(lab):
     solved = _cell_errors(ROOT / "solutions" / lab / f"{lab}.ipynb")
     assert blank, f"{lab}: no cell carries the raises-exception tag"
     assert blank.keys() == solved.keys()
-    assert all(blank.values()), f"{lab}: tagged cells that do not raise in the blank lab: {[i for i, e in blank.items() if not e]}"
-    assert not any(solved.values()), f"{lab}: tagged cells that raise in the solution: {[i for i, e in solved.items() if e]}"
+    assert all(blank.values()), (
+        f"{lab}: tagged cells that do not raise in the blank lab: {[i for i, e in blank.items() if not e]}"
+    )
+    assert not any(solved.values()), (
+        f"{lab}: tagged cells that raise in the solution: {[i for i, e in solved.items() if e]}"
+    )
 
 
 def test_workspace_copy_never_overwrites(tmp_path):

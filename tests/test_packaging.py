@@ -50,7 +50,8 @@ def test_locks_pin_every_package_with_hashes_and_no_machine_notes(lock):
     unhashed = [b.split()[0] for b in entries if "--hash=sha256:" not in b]
     assert unhashed == [], f"{lock}: pins without a hash: {unhashed}"
     assert not re.search(r"/opt/|file://|this machine|^--(find-links|index-url|extra-index-url)", text, re.M), (
-        f"{lock} mentions this machine's package sources")
+        f"{lock} mentions this machine's package sources"
+    )
     assert "torch" not in pins(ROOT / lock), "torch is installed by its own step (requirements-torch.txt)"
     cuda = [n for n in pins(ROOT / lock) if n.startswith("nvidia-") or n == "triton"]
     assert cuda == [], f"{lock} holds the CUDA build's dependencies (lock against the CPU build): {cuda}"
@@ -128,7 +129,8 @@ def test_a_fork_changes_the_source_in_one_place(tmp_path):
     assert tool.apply(fork, tool.source(tmp_path / "_config.yml")) is False, "the tool is not idempotent"
     text = json.dumps(fork)
     assert "git+https://example.org/fork/qkv@spring" in text and config["repository"]["url"] not in text.replace(
-        "https://example.org/fork/qkv@", "")  # fmt: skip
+        "https://example.org/fork/qkv@", ""
+    )
     assert len(fork["cells"]) == len(nb["cells"])
     assert tool.apply(copy.deepcopy(nb), tool.source()) is False, "the committed notebook is not what the tool writes"
 
@@ -139,9 +141,11 @@ def test_the_tool_replaces_the_old_hard_coded_install_once():
     cells = [c for c in nb["cells"] if c.get("id") != tool.CELL_ID]
     setup = next(c for c in cells if c["cell_type"] == "code")
     body = "".join(setup["source"])
-    legacy = (tool.LEGACY_START + '  # e.g. on Colab: install qkv\n    url = "git+https://github.com/qkv-course/qkv"\n'
-              '    pip = [sys.executable, "-m", "pip", "install", "-q"]\n'
-              '    subprocess.run([*pip, f"qkv[course] @ {url}"], check=True)\n\n')  # fmt: skip
+    legacy = (
+        tool.LEGACY_START + '  # e.g. on Colab: install qkv\n    url = "git+https://github.com/qkv-course/qkv"\n'
+        '    pip = [sys.executable, "-m", "pip", "install", "-q"]\n'
+        '    subprocess.run([*pip, f"qkv[course] @ {url}"], check=True)\n\n'
+    )
     setup["source"] = tool._lines(legacy + body)
     old = {**nb, "cells": cells}
     assert tool.apply(old, tool.source()) is True

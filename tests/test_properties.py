@@ -57,8 +57,10 @@ def test_causal_output_ignores_the_future(L, t, seed):
         a = qkv.scaled_dot_product_attention(x, x, x, mask, impl=impl)
         b = qkv.scaled_dot_product_attention(y, y, y, mask, impl=impl)
         torch.testing.assert_close(a[:, : t + 1], b[:, : t + 1])
-    torch.testing.assert_close(qkv.chunked_attention(x, x, x, causal=True, block_size=3)[:, : t + 1],
-                               qkv.chunked_attention(y, y, y, causal=True, block_size=3)[:, : t + 1])
+    torch.testing.assert_close(
+        qkv.chunked_attention(x, x, x, causal=True, block_size=3)[:, : t + 1],
+        qkv.chunked_attention(y, y, y, causal=True, block_size=3)[:, : t + 1],
+    )
 
 
 @given(B=st.integers(1, 3), L=st.integers(1, 6), H=st.integers(1, 5), dh=st.integers(1, 5), seed=seeds)

@@ -34,8 +34,13 @@ def test_every_tested_block_runs(tmp_path):
     blocks = _tested_blocks()
     assert list(blocks) == ["teaching-nbgrader", "teaching-grade", "teaching-student-dist", "teaching-gradescope"]
     checkout = tmp_path / "qkv"
-    shutil.copytree(REPO, checkout, ignore=shutil.ignore_patterns(".git", ".venv", "node_modules", "_build", "work",
-                                                                   ".pytest_cache", ".hypothesis", "__pycache__"))  # fmt: skip
+    shutil.copytree(
+        REPO,
+        checkout,
+        ignore=shutil.ignore_patterns(
+            ".git", ".venv", "node_modules", "_build", "work", ".pytest_cache", ".hypothesis", "__pycache__"
+        ),
+    )
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "qkv").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m qkv.cli "$@"\n')
@@ -43,40 +48,66 @@ def test_every_tested_block_runs(tmp_path):
     remote = tmp_path / "remote.git"
     subprocess.run(["git", "init", "-q", "--bare", str(remote)], check=True)
     gitconfig = tmp_path / "gitconfig"  # the page's GitHub URL leads to a local bare repository
-    gitconfig.write_text(f'[user]\n\tname = Instructor\n\temail = i@example.org\n'
-                         f'[url "{remote}"]\n\tinsteadOf = https://github.com/YOUR-NAME/qkv-student.git\n')  # fmt: skip
-    env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
-           "PYTHONPATH": str(checkout / "src"), "GIT_CONFIG_GLOBAL": str(gitconfig), "GIT_CONFIG_NOSYSTEM": "1"}  # fmt: skip
+    gitconfig.write_text(
+        f"[user]\n\tname = Instructor\n\temail = i@example.org\n"
+        f'[url "{remote}"]\n\tinsteadOf = https://github.com/YOUR-NAME/qkv-student.git\n'
+    )
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(checkout / "src"),
+        "GIT_CONFIG_GLOBAL": str(gitconfig),
+        "GIT_CONFIG_NOSYSTEM": "1",
+    }
     course = tmp_path / "course101"
     outputs = {}
     for name, commands in blocks.items():
         if name == "teaching-grade":  # a student's submission, as `nbgrader collect` leaves it
             (course / "submitted" / "alice" / "soft_lookup").mkdir(parents=True)
             shutil.copy(SOLUTION, course / "submitted" / "alice" / "soft_lookup" / "soft_lookup.ipynb")
-        done = subprocess.run(["bash", "-euo", "pipefail", "-c", commands], cwd=checkout, env=env,
-                              capture_output=True, text=True, timeout=900)  # fmt: skip
+        done = subprocess.run(
+            ["bash", "-euo", "pipefail", "-c", commands],
+            cwd=checkout,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
         assert done.returncode == 0, f"{name} failed:\n{commands}\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
         outputs[name] = done.stdout
 
     assert "released as labs/soft_lookup" in outputs["teaching-nbgrader"]
     rows = outputs["teaching-grade"].splitlines()  # grades.csv: a header, then alice with every autograded point
     assert len(rows) == 2 and rows[1].startswith("alice,10,10,graded"), rows
-    shown = subprocess.run(["git", "--git-dir", str(remote), "show", "student:labs/soft_lookup/soft_lookup.ipynb"],
-                           capture_output=True, check=True).stdout  # fmt: skip
+    shown = subprocess.run(
+        ["git", "--git-dir", str(remote), "show", "student:labs/soft_lookup/soft_lookup.ipynb"],
+        capture_output=True,
+        check=True,
+    ).stdout
     assert shown == (REPO / "labs" / "soft_lookup" / "soft_lookup.ipynb").read_bytes()
-    tree = subprocess.run(["git", "--git-dir", str(remote), "ls-tree", "-r", "--name-only", "student"],
-                          capture_output=True, text=True, check=True).stdout.split()  # fmt: skip
+    tree = subprocess.run(
+        ["git", "--git-dir", str(remote), "ls-tree", "-r", "--name-only", "student"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
     assert tree and not [p for p in tree if p.startswith(("solutions/", "src/", "tests/"))]
-    assert re.search(r"^Container size: \d(\.\d)? CPU, [\d.]+ [GM]B: ", outputs["teaching-gradescope"], re.M), outputs["teaching-gradescope"]
+    assert re.search(r"^Container size: \d(\.\d)? CPU, [\d.]+ [GM]B: ", outputs["teaching-gradescope"], re.M), outputs[
+        "teaching-gradescope"
+    ]
 
 
 def test_the_nbgitpuller_link_is_the_one_qkv_builds():
     links = re.findall(r"^https://YOUR-HUB/hub/user-redirect/git-pull\?\S+$", PAGE.read_text(), re.M)
-    expected = nbgitpuller_link("https://YOUR-HUB", "https://github.com/YOUR-NAME/qkv-student.git", "student",
-                                "labs/soft_lookup/soft_lookup.ipynb")  # fmt: skip
+    expected = nbgitpuller_link(
+        "https://YOUR-HUB",
+        "https://github.com/YOUR-NAME/qkv-student.git",
+        "student",
+        "labs/soft_lookup/soft_lookup.ipynb",
+    )
     assert links == [expected]
 
 
 def test_the_page_is_in_the_appendix():
     toc = (REPO / "_toc.yml").read_text()
-    assert "- file: chapters/teaching" in toc[toc.index("caption: Appendix"):]
+    assert "- file: chapters/teaching" in toc[toc.index("caption: Appendix") :]

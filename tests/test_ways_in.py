@@ -37,8 +37,14 @@ CHAPTERS = sorted(ROOT.glob("chapters/*.ipynb"))
 SOLUTIONS = sorted(ROOT.glob("solutions/*/*.ipynb"))
 COLAB_PREINSTALLED = ["torch", "numpy", "matplotlib", "ipywidgets", "ipykernel"]
 # A clean environment for every command: none of the repository's paths, pip offline and quiet.
-CLEAN_ENV = {"PYTHONPATH": None, "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1",
-             "MPLBACKEND": "Agg", "PYTHONNOUSERSITE": "1"}  # fmt: skip
+CLEAN_ENV = {
+    "PYTHONPATH": None,
+    "PIP_NO_INDEX": "1",
+    "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+    "PIP_NO_INPUT": "1",
+    "MPLBACKEND": "Agg",
+    "PYTHONNOUSERSITE": "1",
+}
 
 
 def _name(text: str) -> str:
@@ -74,8 +80,12 @@ def fresh_venv(where: Path, preinstalled: list[str]) -> Path:
     python = where / "venv" / "bin" / "python"
     # the venv's own setuptools (Python 3.11 bundles one) would hide the linked, pinned one
     subprocess.run([python, "-m", "pip", "uninstall", "-q", "-y", "setuptools"], check=True)
-    purelib = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     Path(purelib, "_preinstalled.pth").write_text(f"{shelf}\n")
     return python
 
@@ -84,7 +94,9 @@ def run(cmd: list, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     full.update({k: v for k, v in {**CLEAN_ENV, **env}.items() if v is not None})
     done = subprocess.run([str(c) for c in cmd], cwd=cwd, env=full, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, f"{' '.join(map(str, cmd))} failed ({done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+    assert done.returncode == 0, (
+        f"{' '.join(map(str, cmd))} failed ({done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
+    )
     return done
 
 
@@ -107,8 +119,13 @@ def execute(path: Path, python: Path, kernels: Path, monkeypatch: pytest.MonkeyP
 def wheel(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("dist")
     src = tmp_path_factory.mktemp("src") / "qkv"  # a clean copy: no build/ or egg-info left in the worktree
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".*", "_build", "node_modules", "work", "dist", "build",
-                                                             "*.egg-info", "__pycache__"))  # fmt: skip
+    shutil.copytree(
+        ROOT,
+        src,
+        ignore=shutil.ignore_patterns(
+            ".*", "_build", "node_modules", "work", "dist", "build", "*.egg-info", "__pycache__"
+        ),
+    )
     run([sys.executable, "-m", "build", "--no-isolation", "--wheel", "--outdir", out, src], cwd=src)
     (found,) = out.glob("qkv-*.whl")
     return found
@@ -152,10 +169,12 @@ def test_colab_runs_every_chapter_and_lab(path, colab, wheel, tmp_path, monkeypa
 
 def test_wheel_runs_the_docstring_examples(colab, wheel, tmp_path):
     run([colab, "-m", "pip", "install", "-q", f"qkv[grade] @ {wheel.as_uri()}"], tmp_path)  # already there: a no-op
-    script = ("import doctest, importlib, qkv\n"
-              f"for name in {MODULES!r}:\n"
-              "    r = doctest.testmod(importlib.import_module('qkv.' + name), optionflags=doctest.NORMALIZE_WHITESPACE)\n"
-              "    print(name, r.attempted, r.failed)\n")  # fmt: skip
+    script = (
+        "import doctest, importlib, qkv\n"
+        f"for name in {MODULES!r}:\n"
+        "    r = doctest.testmod(importlib.import_module('qkv.' + name), optionflags=doctest.NORMALIZE_WHITESPACE)\n"
+        "    print(name, r.attempted, r.failed)\n"
+    )
     lines = run([colab, "-c", script], tmp_path).stdout.split()
     counts = {lines[i]: (int(lines[i + 1]), int(lines[i + 2])) for i in range(0, len(lines), 3)}
     assert set(counts) == set(MODULES)
@@ -169,26 +188,58 @@ def test_wheel_grades_a_lab(colab, wheel, tmp_path):
     (tmp_path / "subs").mkdir()
     shutil.copy(solution, tmp_path / "subs" / "alice.ipynb")
     qkv = colab.parent / "qkv"
-    run([qkv, "grade", lab, tmp_path / "subs", "--course", tmp_path / "course", "--out", tmp_path / "out",
-         "--no-sandbox", "--jobs", "1", "--seed", "0", "--quiet"], tmp_path)  # fmt: skip
+    run(
+        [
+            qkv,
+            "grade",
+            lab,
+            tmp_path / "subs",
+            "--course",
+            tmp_path / "course",
+            "--out",
+            tmp_path / "out",
+            "--no-sandbox",
+            "--jobs",
+            "1",
+            "--seed",
+            "0",
+            "--quiet",
+        ],
+        tmp_path,
+    )
     (row,) = csv.DictReader((tmp_path / "out" / "grades.csv").open())
     cells = json.loads(solution.read_text())["cells"]
-    autograded = sum(c["metadata"]["nbgrader"].get("points", 0) for c in cells
-                     if c["cell_type"] == "code" and c["metadata"].get("nbgrader", {}).get("grade"))  # fmt: skip
-    assert autograded > 0 and (row["status"], float(row["total"]), float(row["max_total"])) == ("graded", autograded, autograded)
+    autograded = sum(
+        c["metadata"]["nbgrader"].get("points", 0)
+        for c in cells
+        if c["cell_type"] == "code" and c["metadata"].get("nbgrader", {}).get("grade")
+    )
+    assert autograded > 0 and (row["status"], float(row["total"]), float(row["max_total"])) == (
+        "graded",
+        autograded,
+        autograded,
+    )
 
 
 def test_binder_builds_the_way_repo2docker_does_and_runs_a_lab(tmp_path, monkeypatch):
-    lab_pins = [line.split("==")[0] for line in (ROOT / "requirements-lab.txt").read_text().splitlines()
-                if re.match(r"^[A-Za-z0-9]", line)]  # fmt: skip
+    lab_pins = [
+        line.split("==")[0]
+        for line in (ROOT / "requirements-lab.txt").read_text().splitlines()
+        if re.match(r"^[A-Za-z0-9]", line)
+    ]
     python = fresh_venv(tmp_path, [*lab_pins, "torch"])
     bindir = str(python.parent)
     path = f"{bindir}{os.pathsep}{os.environ['PATH']}"
     run([python.parent / "pip", "install", "--no-cache-dir", "-r", "binder/requirements.txt"], ROOT, PATH=path)
     # postBuild builds qkv from the repository; a copy keeps build/ and *.egg-info out of the worktree
     repo = tmp_path / "repo"
-    shutil.copytree(ROOT, repo, ignore=shutil.ignore_patterns(".*", "_build", "node_modules", "work", "dist", "build",
-                                                              "*.egg-info", "__pycache__", "labs", "chapters"))  # fmt: skip
+    shutil.copytree(
+        ROOT,
+        repo,
+        ignore=shutil.ignore_patterns(
+            ".*", "_build", "node_modules", "work", "dist", "build", "*.egg-info", "__pycache__", "labs", "chapters"
+        ),
+    )
     run(["bash", "binder/postBuild"], repo, PATH=path)
     where = run([python, "-c", "import qkv; print(qkv.__file__)"], tmp_path).stdout.strip()
     assert where.startswith(str(tmp_path / "venv")), where

@@ -56,10 +56,18 @@ def _sphinx(builder: str, outdir: Path, doctrees: Path, language: str | None = N
     if language:
         overrides["language"] = language
     result = build_sphinx(
-        ROOT, outdir, doctreedir=doctrees, use_external_toc=True, noconfig=True,
-        path_config=str(ROOT / "_config.yml"), confoverrides=overrides, builder=builder,
-        warningiserror=True, keep_going=True, freshenv=fresh,
-    )  # fmt: skip
+        ROOT,
+        outdir,
+        doctreedir=doctrees,
+        use_external_toc=True,
+        noconfig=True,
+        path_config=str(ROOT / "_config.yml"),
+        confoverrides=overrides,
+        builder=builder,
+        warningiserror=True,
+        keep_going=True,
+        freshenv=fresh,
+    )
     return result if isinstance(result, int) else 1
 
 
@@ -89,7 +97,9 @@ def _docnames() -> list[str]:
 
 def _nothing_to_translate(msgid: str) -> bool:
     """Only math, code, roles and punctuation (a table cell `$d_k$`), or already Chinese: it stays as it is."""
-    return not re.search(r"[A-Za-z]", LINK.sub("", CODE.sub("", ROLE.sub("", MATH.sub("", msgid)))))  # roles before code spans
+    return not re.search(
+        r"[A-Za-z]", LINK.sub("", CODE.sub("", ROLE.sub("", MATH.sub("", msgid))))
+    )  # roles before code spans
 
 
 def merge(catalog: Catalog | None, template: Catalog, language: str = LANGUAGE) -> Catalog:
@@ -145,7 +155,7 @@ def _emphasis(text: str) -> tuple[int, int, int, int]:
 def broken(msgid: str, msgstr: str) -> list[str]:
     """What a translation lost or changed that must stay: math, code spans, roles' targets, link URLs."""
     problems = []
-    bare = lambda text: ROLE.sub("", MATH.sub("", text))  # noqa: E731 (backticks in math and roles are not code)
+    bare = lambda text: ROLE.sub("", MATH.sub("", text))
     for name, pattern, text_id, text_str in (
         ("math", MATH, msgid, msgstr),
         ("code", CODE, bare(msgid), bare(msgstr)),
@@ -159,7 +169,7 @@ def broken(msgid: str, msgstr: str) -> list[str]:
     if _emphasis(msgstr) != _emphasis(msgid):
         problems.append("emphasis not closed (put CJK punctuation outside **...**)")
     # A role keeps its name and target; its link text may be translated: {doc}`软查找 <soft_lookup>`.
-    target = lambda text: sorted((r, t.split("<")[-1].rstrip(">").strip()) for r, t in ROLE.findall(text))  # noqa: E731
+    target = lambda text: sorted((r, t.split("<")[-1].rstrip(">").strip()) for r, t in ROLE.findall(text))
     if target(msgid) != target(msgstr):
         problems.append(f"roles differ: {target(msgid)} vs {target(msgstr)}")
     return problems
@@ -172,12 +182,20 @@ def stats(language: str = LANGUAGE) -> dict[str, dict]:
     for path in sorted(base.rglob("*.po")):
         catalog = i18n.load_catalog(path)
         s = i18n.Stats.of(catalog)
-        bad = [f"{str(m.id)[:60]!r}: {', '.join(b)}" for m in catalog if m.id and m.string and not m.fuzzy
-               for b in [broken(str(m.id), str(m.string))] if b]  # fmt: skip
+        bad = [
+            f"{str(m.id)[:60]!r}: {', '.join(b)}"
+            for m in catalog
+            if m.id and m.string and not m.fuzzy
+            for b in [broken(str(m.id), str(m.string))]
+            if b
+        ]
         out[str(path.relative_to(base).with_suffix(""))] = {
-            "total": s.total, "translated": s.translated, "fuzzy": s.fuzzy, "untranslated": s.untranslated,
+            "total": s.total,
+            "translated": s.translated,
+            "fuzzy": s.fuzzy,
+            "untranslated": s.untranslated,
             "broken": bad,
-        }  # fmt: skip
+        }
     return out
 
 
@@ -204,8 +222,10 @@ def check(args: argparse.Namespace) -> int:
     missing_pages = [d for d in _docnames() if d not in table] if POT.is_dir() else []
     print(f"{'page':45s} {'total':>6s} {'done':>6s} {'fuzzy':>6s} {'todo':>6s} {'broken':>6s}")
     for doc, s in table.items():
-        print(f"{doc:45s} {s['total']:6d} {s['translated']:6d} {len(s['fuzzy']):6d} "
-              f"{len(s['untranslated']):6d} {len(s['broken']):6d}")  # fmt: skip
+        print(
+            f"{doc:45s} {s['total']:6d} {s['translated']:6d} {len(s['fuzzy']):6d} "
+            f"{len(s['untranslated']):6d} {len(s['broken']):6d}"
+        )
     total = sum(s["total"] for s in table.values())
     done = sum(s["translated"] for s in table.values())
     print(f"{'all':45s} {total:6d} {done:6d}")
@@ -215,8 +235,10 @@ def check(args: argparse.Namespace) -> int:
     for d in missing_pages:
         print(f"no catalog for {d} (run `python tools/i18n.py update`)", file=sys.stderr)
     english = shown_in_english(args.language)
-    print(f"the last Chinese build showed {sum(map(len, english.values()))} messages in English "
-          f"({BUILD / EDITION_DIR / 'untranslated.json'})")  # fmt: skip
+    print(
+        f"the last Chinese build showed {sum(map(len, english.values()))} messages in English "
+        f"({BUILD / EDITION_DIR / 'untranslated.json'})"
+    )
     return 0 if done == total and not bad and not missing_pages and not english else 1
 
 

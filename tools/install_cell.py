@@ -34,12 +34,18 @@ except ImportError:
     pip = [sys.executable, "-m", "pip", "install", "-q"]
     subprocess.run([*pip, f"qkv[lab] @ {{source}}"], check=True)"""
 METADATA = {
-    "nbgrader": {"grade": False, "grade_id": "install_qkv", "locked": True, "schema_version": 3,
-                 "solution": False, "task": False},
+    "nbgrader": {
+        "grade": False,
+        "grade_id": "install_qkv",
+        "locked": True,
+        "schema_version": 3,
+        "solution": False,
+        "task": False,
+    },
     "tags": ["remove-cell"],
-}  # fmt: skip
+}
 # The block every chapter's setup cell began with before this tool wrote its own cell (removed once, on sight).
-LEGACY_START = "import importlib.util\nimport subprocess\nimport sys\n\nif importlib.util.find_spec(\"qkv\") is None:"
+LEGACY_START = 'import importlib.util\nimport subprocess\nimport sys\n\nif importlib.util.find_spec("qkv") is None:'
 
 
 def notebooks(root: Path = ROOT) -> list[Path]:

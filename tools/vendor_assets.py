@@ -47,7 +47,6 @@ COPIES: dict[str, list[tuple[str, str]]] = {
         ("dist/*.woff2", "html-manager/"),
         ("dist/*.woff", "html-manager/"),
         ("package.json", "html-manager/package.json"),  # its licence (BSD-3-Clause) and version; no LICENSE file
-
     ],
 }
 
@@ -102,8 +101,12 @@ def copy_all(root: Path, dest: Path) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent,
-                        help="the repository root (holds package.json and node_modules/)")
+    parser.add_argument(
+        "--root",
+        type=Path,
+        default=Path(__file__).resolve().parent.parent,
+        help="the repository root (holds package.json and node_modules/)",
+    )
     args = parser.parse_args(argv)
     root = args.root.resolve()
     check_installed(root)

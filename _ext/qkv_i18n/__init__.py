@@ -41,8 +41,8 @@ from docutils import nodes
 from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.config import Config
-from sphinx.transforms import SphinxTransform
 from sphinx.locale import init as init_locale
+from sphinx.transforms import SphinxTransform
 from sphinx.util.i18n import docname_to_domain
 from sphinx.util.nodes import extract_messages
 from sphinx.writers.html5 import HTML5Translator
@@ -64,7 +64,9 @@ class SummaryText(nodes.raw, addnodes.translatable):
 
     def apply_translated_message(self, original_message: str, translated_message: str) -> None:
         def swap(m: re.Match) -> str:
-            return m.group(1) + translated_message + m.group(3) if m.group(2).strip() == original_message else m.group(0)
+            return (
+                m.group(1) + translated_message + m.group(3) if m.group(2).strip() == original_message else m.group(0)
+            )
 
         text = SUMMARY.sub(swap, self.astext())
         self.children = [nodes.Text(text)]
@@ -178,13 +180,14 @@ def add_language_switch(app: Sphinx, pagename: str, templatename: str, context: 
     context["qkv_language_links"] = links
 
 
-def point_launch_buttons_at_translated_labs(app: Sphinx, pagename: str, templatename: str, context: dict,
-                                            doctree: Any) -> None:
+def point_launch_buttons_at_translated_labs(
+    app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any
+) -> None:
     """A lab page of a translated edition launches that edition's notebook (labs/zh/<lab>/<lab>.ipynb)."""
     folder = app.config.qkv_editions.get(app.config.language or "en", {}).get("labs")
     if not folder or not pagename.startswith("labs/"):
         return
-    old, new = f"{pagename}.ipynb", f"{folder}/{pagename[len('labs/'):]}.ipynb"
+    old, new = f"{pagename}.ipynb", f"{folder}/{pagename[len('labs/') :]}.ipynb"
 
     def fix(buttons: list) -> None:
         for button in buttons:

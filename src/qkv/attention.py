@@ -19,9 +19,17 @@ from typing import Literal
 import torch
 import torch.nn.functional as F
 
-from .validate import check_mask, check_qkv, require, require_choice, require_same_device_dtype, require_tensor, shape_of
+from .validate import (
+    check_mask,
+    check_qkv,
+    require,
+    require_choice,
+    require_same_device_dtype,
+    require_tensor,
+    shape_of,
+)
 
-__all__ = ["softmax", "scaled_dot_product_attention", "column_attention"]
+__all__ = ["column_attention", "scaled_dot_product_attention", "softmax"]
 
 Impl = Literal["auto", "explicit", "fused"]
 IMPLS = ("auto", "explicit", "fused")

@@ -31,8 +31,19 @@ def check_notebook(lab: str, notebook: Path, *, course: Path, seed: int = 0, tim
         subs = Path(tmp) / "submissions"
         subs.mkdir()
         shutil.copy(notebook, subs / "you.ipynb")
-        results = run_batch(lab, subs, Path(tmp) / "out", course=course, jobs=1, timeout=timeout, memory=4096,
-                            fresh=True, use_sandbox=False, seed=seed, log=lambda *a, **k: None)  # fmt: skip
+        results = run_batch(
+            lab,
+            subs,
+            Path(tmp) / "out",
+            course=course,
+            jobs=1,
+            timeout=timeout,
+            memory=4096,
+            fresh=True,
+            use_sandbox=False,
+            seed=seed,
+            log=lambda *a, **k: None,
+        )
     return results[0]
 
 
@@ -72,7 +83,9 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("check", help="your score on a lab's autograded exercises, before you submit (runs the grader on your notebook)")
+    p = sub.add_parser(
+        "check", help="your score on a lab's autograded exercises, before you submit (runs the grader on your notebook)"
+    )
     p.add_argument("lab", help="lab id, e.g. soft_lookup")
     p.add_argument("notebook", type=Path, help="your notebook, e.g. work/soft_lookup/soft_lookup.ipynb")
     p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")

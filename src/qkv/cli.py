@@ -38,9 +38,11 @@ def _workspace(args: argparse.Namespace) -> int:
     for path in done.written:
         print(f"the lab's new version is in {path}, next to your copy (which is unchanged): move your answers over")
     for lab, paths in done.updated.items():
-        print(f"NOTICE: the lab {lab} was updated in the course since you copied it. Your copy "
-              f"{', '.join(map(str, paths))} is untouched. To get the new version next to it "
-              f"({labs.new_name(paths[0]).name}), run:\n    {_self()} workspace {args.dest} --update {lab}")  # fmt: skip
+        print(
+            f"NOTICE: the lab {lab} was updated in the course since you copied it. Your copy "
+            f"{', '.join(map(str, paths))} is untouched. To get the new version next to it "
+            f"({labs.new_name(paths[0]).name}), run:\n    {_self()} workspace {args.dest} --update {lab}"
+        )
     return 0
 
 
@@ -62,8 +64,10 @@ def _student_dist(args: argparse.Namespace) -> int:
     except FileExistsError as err:
         print(f"qkv student-dist: error: {err}", file=sys.stderr)
         return 2
-    print(f"wrote {len(files)} files into {args.dest} (labs, chapters, README.md, requirements.txt; no solutions). "
-          f"Commit them on the branch {args.branch!r} and push it for nbgitpuller.")  # fmt: skip
+    print(
+        f"wrote {len(files)} files into {args.dest} (labs, chapters, README.md, requirements.txt; no solutions). "
+        f"Commit them on the branch {args.branch!r} and push it for nbgitpuller."
+    )
     return 0
 
 
@@ -85,13 +89,20 @@ def _course_init(args: argparse.Namespace) -> int:
         if labs_:
             print(f"{what}: {', '.join(labs_)}")
     if done.settings:
-        print(f"nbgrader_config.py: wrote {len(done.settings)} setting(s) in the qkv block: " + "; ".join(done.settings))
+        print(
+            f"nbgrader_config.py: wrote {len(done.settings)} setting(s) in the qkv block: " + "; ".join(done.settings)
+        )
     if done.kept:
-        print(f"left as they were (they differ from the qkv solutions; --yes replaces them): {', '.join(done.kept)}",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"left as they were (they differ from the qkv solutions; --yes replaces them): {', '.join(done.kept)}",
+            file=sys.stderr,
+        )
     if done.declined:
-        print("not written to nbgrader_config.py (--yes writes them); without them the releases differ from labs/: "
-              + "; ".join(done.declined), file=sys.stderr)  # fmt: skip
+        print(
+            "not written to nbgrader_config.py (--yes writes them); without them the releases differ from labs/: "
+            + "; ".join(done.declined),
+            file=sys.stderr,
+        )
     if done.kept or done.declined:
         return 1
     print(f"release a lab with: cd {args.dir} && nbgrader generate_assignment LAB")
@@ -105,31 +116,48 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("labs", help="generate labs/ from solutions/ with nbgrader, or --check that they match")
     p.add_argument("ids", nargs="*", help="lab ids (default: every lab)")
     p.add_argument("--check", action="store_true", help="regenerate in a temporary folder and compare bytes")
-    p.add_argument("--edition", choices=[*labs.EDITIONS, "all"], default="all",
-                   help="which edition to generate: en (labs/), zh (labs/zh/, translated from locales/), all (default)")
+    p.add_argument(
+        "--edition",
+        choices=[*labs.EDITIONS, "all"],
+        default="all",
+        help="which edition to generate: en (labs/), zh (labs/zh/, translated from locales/), all (default)",
+    )
     p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
     p.set_defaults(func=_labs)
 
     p = sub.add_parser("workspace", help="copy the labs into a folder of your own, never overwriting your work")
     p.add_argument("dest", type=Path, help="where your copies go, e.g. work/")
-    p.add_argument("--update", nargs="+", metavar="LAB", default=[],
-                   help="write the course's newer version of these labs next to your copy as <lab>.new.ipynb")  # fmt: skip
+    p.add_argument(
+        "--update",
+        nargs="+",
+        metavar="LAB",
+        default=[],
+        help="write the course's newer version of these labs next to your copy as <lab>.new.ipynb",
+    )
     p.add_argument("--edition", choices=list(labs.EDITIONS), default="en", help="the labs' language (default: en)")
     p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
     p.set_defaults(func=_workspace)
 
-    p = sub.add_parser("student-dist", help="write what students may see (labs, chapters; no solutions) into a folder, for nbgitpuller")
+    p = sub.add_parser(
+        "student-dist", help="write what students may see (labs, chapters; no solutions) into a folder, for nbgitpuller"
+    )
     p.add_argument("dest", type=Path, help="an empty folder, or one written by student-dist before (its .git is kept)")
-    p.add_argument("--branch", default="student", help="the branch you will push it as, named in its README (default: student)")
+    p.add_argument(
+        "--branch", default="student", help="the branch you will push it as, named in its README (default: student)"
+    )
     p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
     p.set_defaults(func=_student_dist)
 
     p = sub.add_parser("course", help="an nbgrader course: `qkv course init DIR` adds the labs to it")
     course_sub = p.add_subparsers(dest="action", required=True)
-    p = course_sub.add_parser("init", help="copy the labs' sources into an existing nbgrader course and set what nbgrader needs")
+    p = course_sub.add_parser(
+        "init", help="copy the labs' sources into an existing nbgrader course and set what nbgrader needs"
+    )
     p.add_argument("dir", type=Path, help="the nbgrader course's root (holds nbgrader_config.py)")
     p.add_argument("labs", nargs="*", help="lab ids (default: every lab)")
-    p.add_argument("--yes", action="store_true", help="replace differing lab sources and write the settings without asking")
+    p.add_argument(
+        "--yes", action="store_true", help="replace differing lab sources and write the settings without asking"
+    )
     p.add_argument("--course", type=Path, default=Path.cwd(), help="the qkv course root (default: current folder)")
     p.set_defaults(func=_course_init)
 

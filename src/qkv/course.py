@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .labs import RELEASE, SOURCE, lab_ids
 
-__all__ = ["student_dist", "course_init", "nbgitpuller_link", "Init"]
+__all__ = ["Init", "course_init", "nbgitpuller_link", "student_dist"]
 
 MARKER = ".qkv-student-dist"  # a folder written by student_dist holds this file (and may be rewritten)
 DIST_README = """# qkv: the labs
@@ -79,9 +79,14 @@ def student_dist(course: Path, dest: Path, *, branch: str = "student") -> list[P
     url, _ = _repository(course)
     toc = re.findall(r"labs/(\w+)/\1\b", (course / "_toc.yml").read_text())  # the book's order of the labs
     labs = sorted(lab_ids(course), key=lambda lab: (toc.index(lab) if lab in toc else len(toc), lab))
-    (dest / "README.md").write_text(DIST_README.format(
-        labs="\n".join(f"- `labs/{lab}/{lab}.ipynb`" for lab in labs), url=url, branch=branch,
-        link=nbgitpuller_link("https://YOUR-HUB", url, branch, f"labs/{labs[0]}/{labs[0]}.ipynb")))  # fmt: skip
+    (dest / "README.md").write_text(
+        DIST_README.format(
+            labs="\n".join(f"- `labs/{lab}/{lab}.ipynb`" for lab in labs),
+            url=url,
+            branch=branch,
+            link=nbgitpuller_link("https://YOUR-HUB", url, branch, f"labs/{labs[0]}/{labs[0]}.ipynb"),
+        )
+    )
     pins = (course / "hub" / "requirements.txt").read_text()
     (dest / "requirements.txt").write_text(f"{pins.rstrip()}\nqkv @ git+{url}\n")
     (dest / MARKER).write_text("written by `qkv student-dist`; rewritten by it (keeping .git)\n")
@@ -132,14 +137,22 @@ def _ask_never(question: str) -> bool:
     return False
 
 
-def course_init(course: Path, target: Path, labs: list[str] | None = None, *, yes: bool = False,
-                ask: Callable[[str], bool] = _ask_never) -> Init:  # fmt: skip
+def course_init(
+    course: Path,
+    target: Path,
+    labs: list[str] | None = None,
+    *,
+    yes: bool = False,
+    ask: Callable[[str], bool] = _ask_never,
+) -> Init:
     """Add ``labs`` (default: every lab) of ``course`` to the existing nbgrader course at ``target``."""
     course, target = Path(course), Path(target)
     config_file = target / "nbgrader_config.py"
     if not config_file.is_file():
-        raise FileNotFoundError(f"{target} is not an nbgrader course (no nbgrader_config.py); "
-                                f"create one with `nbgrader quickstart NAME`, or point at the course's root")  # fmt: skip
+        raise FileNotFoundError(
+            f"{target} is not an nbgrader course (no nbgrader_config.py); "
+            f"create one with `nbgrader quickstart NAME`, or point at the course's root"
+        )
     known = lab_ids(course)
     unknown = sorted(set(labs or []) - set(known))
     if unknown:
@@ -166,8 +179,10 @@ def course_init(course: Path, target: Path, labs: list[str] | None = None, *, ye
 
     if _changes(course, _load_config(text, config_file)):  # what the course lacks, our block included
         lines = _changes(course, theirs)  # our block is rewritten whole, from the instructor's own settings
-        question = ("The qkv labs are released exactly as labs/ only with these settings in nbgrader_config.py; they "
-                    "apply to every assignment of the course:\n    " + "\n    ".join(lines) + "\nWrite them?")  # fmt: skip
+        question = (
+            "The qkv labs are released exactly as labs/ only with these settings in nbgrader_config.py; they "
+            "apply to every assignment of the course:\n    " + "\n    ".join(lines) + "\nWrite them?"
+        )
         if yes or ask(question):
             done.settings = lines
             block_text = f"\n\n{BEGIN}\n" + "\n".join(lines) + f"\n{END}\n"

@@ -16,8 +16,7 @@ from .multihead import MultiHeadAttention
 from .positional import sinusoidal_positional_encoding
 from .validate import require, require_int, require_tensor
 
-__all__ = ["TransformerEncoderLayer", "TinyTransformer"]
-
+__all__ = ["TinyTransformer", "TransformerEncoderLayer"]
 
 
 class TransformerEncoderLayer(nn.Module):
@@ -72,7 +71,12 @@ class TransformerEncoderLayer(nn.Module):
         require_int("d_model", d_model)
         d_ff = 4 * d_model if d_ff is None else d_ff
         require_int("d_ff", d_ff)
-        require(isinstance(dropout, (int, float)) and not isinstance(dropout, bool) and 0.0 <= dropout < 1.0, "dropout", "a float in [0, 1)", repr(dropout))
+        require(
+            isinstance(dropout, (int, float)) and not isinstance(dropout, bool) and 0.0 <= dropout < 1.0,
+            "dropout",
+            "a float in [0, 1)",
+            repr(dropout),
+        )
         self.norm_first = bool(norm_first)
         self.self_attn = MultiHeadAttention(d_model, num_heads, impl=impl)
         self.linear1 = nn.Linear(d_model, d_ff)  # W_1
@@ -195,7 +199,9 @@ class TinyTransformer(nn.Module):
         require(0 < L <= self.max_len, "tokens", f"(B, L) with 0 < L <= max_len={self.max_len}", tokens)
         if tokens.numel():
             lo, hi = int(tokens.min()), int(tokens.max())
-            require(lo >= 0 and hi < self.vocab_size, "tokens", f"ids in [0, {self.vocab_size})", f"ids in [{lo}, {hi}]")
+            require(
+                lo >= 0 and hi < self.vocab_size, "tokens", f"ids in [0, {self.vocab_size})", f"ids in [{lo}, {hi}]"
+            )
         x = self.embed(tokens) + self.pe[:L]  # (B, L, d_model)
         all_weights = []
         for layer in self.layers:

@@ -20,7 +20,7 @@ from babel.messages.pofile import read_po
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-__all__ = ["LOCALES", "KEEP", "load_catalog", "catalog_path", "notebook_messages", "translate_notebook", "Stats"]
+__all__ = ["KEEP", "LOCALES", "Stats", "catalog_path", "load_catalog", "notebook_messages", "translate_notebook"]
 
 LOCALES = "locales"
 # Messages whose "translation" is the English text itself: nbgrader's answer stub, which the grader looks for.
@@ -33,9 +33,9 @@ BLOCKS_WITH_TEXT = {"paragraph_open", "heading_open", "th_open", "td_open"}
 
 def _parser() -> MarkdownIt:
     """The tokenizer MyST uses for the book (same extensions as _config.yml), so blocks match Sphinx's messages."""
+    from markdown_it.renderer import RendererHTML
     from myst_parser.config.main import MdParserConfig
     from myst_parser.parsers.mdit import create_md_parser
-    from markdown_it.renderer import RendererHTML
 
     config = MdParserConfig(
         enable_extensions={"amsmath", "dollarmath", "colon_fence", "deflist", "html_image", "substitution"}
@@ -139,8 +139,9 @@ def _translate_markdown(source: str, catalog: Catalog, md: MarkdownIt, missing: 
                 continue  # kept as it is (a formula, a stub): the source's own line breaks stay
             if b.kind == "summary":
                 for n in range(b.line, b.end):
-                    lines[n] = SUMMARY.sub(lambda m: m.group(1) + new + m.group(3) if m.group(2).strip() == b.key
-                                           else m.group(0), lines[n])  # fmt: skip
+                    lines[n] = SUMMARY.sub(
+                        lambda m: m.group(1) + new + m.group(3) if m.group(2).strip() == b.key else m.group(0), lines[n]
+                    )
             elif b.kind == "cell":
                 lines[b.line], cursor = _replace_in_line(lines[b.line], b.key, new.replace("|", "\\|"), cursor)
             else:

@@ -22,7 +22,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["lab_ids", "generate", "check", "copy_workspace", "Workspace"]
+__all__ = ["Workspace", "check", "copy_workspace", "generate", "lab_ids"]
 
 SOURCE, RELEASE = "solutions", "labs"
 LOCALES = "locales"  # the catalogs the translated editions are made from
@@ -43,11 +43,18 @@ def generate(course: Path, ids: list[str] | None = None, edition: str = "en") ->
         return _generate_translated(course, ids or lab_ids(course), edition)
     for lab in ids or lab_ids(course):
         cmd = [
-            sys.executable, "-m", "nbgrader", "generate_assignment", lab, "--no-db", "--force", "--quiet",
+            sys.executable,
+            "-m",
+            "nbgrader",
+            "generate_assignment",
+            lab,
+            "--no-db",
+            "--force",
+            "--quiet",
             f"--CourseDirectory.root={course}",
             f"--CourseDirectory.source_directory={SOURCE}",
             f"--CourseDirectory.release_directory={RELEASE}",
-        ]  # fmt: skip
+        ]
         # nbgrader exits 0 even when it skips a notebook, so its log is checked too.
         done = subprocess.run(cmd, cwd=course, capture_output=True, text=True)
         if done.returncode != 0 or "[ERROR]" in done.stderr:
@@ -87,9 +94,10 @@ def _generate_translated(course: Path, ids: list[str], edition: str) -> None:
 
 def _files(folder: Path, skip: tuple[str, ...] = ()) -> set[Path]:
     return {
-        p.relative_to(folder) for p in folder.rglob("*")
+        p.relative_to(folder)
+        for p in folder.rglob("*")
         if p.is_file() and ".ipynb_checkpoints" not in p.parts and p.relative_to(folder).parts[0] not in skip
-    }  # fmt: skip
+    }
 
 
 def check(course: Path) -> list[str]:
@@ -117,7 +125,9 @@ def check(course: Path) -> list[str]:
                 elif rel not in fresh_files:
                     problems.append(f"{folder}/{rel}: not generated from any solution")
                 elif not filecmp.cmp(fresh / rel, committed / rel, shallow=False):
-                    problems.append(f"{folder}/{rel}: differs from what nbgrader generates (edited by hand? run {hint})")
+                    problems.append(
+                        f"{folder}/{rel}: differs from what nbgrader generates (edited by hand? run {hint})"
+                    )
     return problems
 
 

@@ -11,10 +11,9 @@ import torch
 
 from .validate import require, require_int, require_tensor
 
-__all__ = ["causal_mask", "local_mask", "padding_mask", "graph_mask"]
+__all__ = ["causal_mask", "graph_mask", "local_mask", "padding_mask"]
 
 Device = torch.device | str | None
-
 
 
 def causal_mask(L: int, S: int | None = None, *, device: Device = None) -> torch.Tensor:
@@ -65,7 +64,9 @@ def local_mask(L: int, window: int, *, device: Device = None) -> torch.Tensor:
     return (pos[:, None] - pos[None, :]).abs() <= window  # (L, L)
 
 
-def padding_mask(lengths: torch.Tensor | Sequence[int], max_len: int | None = None, *, device: Device = None) -> torch.Tensor:
+def padding_mask(
+    lengths: torch.Tensor | Sequence[int], max_len: int | None = None, *, device: Device = None
+) -> torch.Tensor:
     """Hide the padding at the end of each sequence in a batch: key ``j`` is allowed when ``j < lengths[b]``.
 
     Parameters
@@ -88,7 +89,12 @@ def padding_mask(lengths: torch.Tensor | Sequence[int], max_len: int | None = No
     if not isinstance(lengths, torch.Tensor):
         lengths = torch.as_tensor(list(lengths), dtype=torch.long)
     require(lengths.dim() == 1 and lengths.numel() > 0, "lengths", "a non-empty 1-D sequence (B,)", lengths)
-    require(not lengths.is_floating_point() and not lengths.dtype == torch.bool, "lengths", "integers", f"dtype {lengths.dtype}")
+    require(
+        not lengths.is_floating_point() and not lengths.dtype == torch.bool,
+        "lengths",
+        "integers",
+        f"dtype {lengths.dtype}",
+    )
     require(bool((lengths >= 0).all()), "lengths", "non-negative", lengths.tolist())
     longest = int(lengths.max())
     S = longest if max_len is None else require_int("max_len", max_len)

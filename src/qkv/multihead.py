@@ -11,9 +11,17 @@ import torch.nn.functional as F
 from torch import nn
 
 from .attention import IMPLS, Impl, scaled_dot_product_attention
-from .validate import check_mask, require, require_choice, require_int, require_same_device_dtype, require_tensor, shape_of
+from .validate import (
+    check_mask,
+    require,
+    require_choice,
+    require_int,
+    require_same_device_dtype,
+    require_tensor,
+    shape_of,
+)
 
-__all__ = ["split_heads", "merge_heads", "MultiHeadAttention"]
+__all__ = ["MultiHeadAttention", "merge_heads", "split_heads"]
 
 
 def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -150,16 +158,25 @@ class MultiHeadAttention(nn.Module):
         return self.out_proj(merge_heads(out)), weights  # (B, L, d_model)
 
     @classmethod
-    def from_torch(cls, module: nn.MultiheadAttention, impl: Impl = "auto") -> "MultiHeadAttention":
+    def from_torch(cls, module: nn.MultiheadAttention, impl: Impl = "auto") -> MultiHeadAttention:
         """Build a ``MultiHeadAttention`` with the same weights as a ``torch.nn.MultiheadAttention``.
 
         PyTorch stores W^Q, W^K, W^V stacked in ``in_proj_weight`` (3 * d_model, d_model); they are
         copied into ``q_proj``, ``k_proj`` and ``v_proj``. Modules with ``kdim``/``vdim`` different
         from ``embed_dim``, ``add_bias_kv``, ``add_zero_attn`` or dropout have no counterpart here.
         """
-        require(isinstance(module, nn.MultiheadAttention), "module", "a torch.nn.MultiheadAttention", type(module).__name__)
-        require(module._qkv_same_embed_dim, "module", "kdim == vdim == embed_dim", f"kdim={module.kdim}, vdim={module.vdim}")
-        require(module.bias_k is None and not module.add_zero_attn, "module", "without add_bias_kv or add_zero_attn", "one of them set")
+        require(
+            isinstance(module, nn.MultiheadAttention), "module", "a torch.nn.MultiheadAttention", type(module).__name__
+        )
+        require(
+            module._qkv_same_embed_dim, "module", "kdim == vdim == embed_dim", f"kdim={module.kdim}, vdim={module.vdim}"
+        )
+        require(
+            module.bias_k is None and not module.add_zero_attn,
+            "module",
+            "without add_bias_kv or add_zero_attn",
+            "one of them set",
+        )
         require(module.dropout == 0.0, "module", "dropout=0.0", f"dropout={module.dropout}")
         has_bias = module.in_proj_bias is not None
         new = cls(module.embed_dim, module.num_heads, bias=has_bias, impl=impl)

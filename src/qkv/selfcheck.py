@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["expect_shape", "expect_close", "expect_rows_sum_to_one", "matching_mistake"]
+__all__ = ["expect_close", "expect_rows_sum_to_one", "expect_shape", "matching_mistake"]
 
 
 def _shape(shape) -> str:
@@ -48,8 +48,16 @@ def matching_mistake(got: torch.Tensor, mistakes: dict[str, torch.Tensor], atol:
     return None
 
 
-def expect_close(got, expected: torch.Tensor, what: str, *, atol: float = 1e-5, rtol: float = 1e-5,
-                 hint: str = "", mistakes: dict[str, torch.Tensor] | None = None) -> None:  # fmt: skip
+def expect_close(
+    got,
+    expected: torch.Tensor,
+    what: str,
+    *,
+    atol: float = 1e-5,
+    rtol: float = 1e-5,
+    hint: str = "",
+    mistakes: dict[str, torch.Tensor] | None = None,
+) -> None:
     """``got`` must equal ``expected`` within ``atol + rtol * |expected|``, entry by entry.
 
     On failure the message gives the largest difference, how many entries are off and the worst one's index
@@ -78,8 +86,15 @@ def expect_close(got, expected: torch.Tensor, what: str, *, atol: float = 1e-5, 
     _fail(message, hint)
 
 
-def expect_rows_sum_to_one(weights, what: str = "weights", *, dim: int = -1, atol: float = 1e-5,
-                           rows: torch.Tensor | None = None, hint: str = "") -> None:  # fmt: skip
+def expect_rows_sum_to_one(
+    weights,
+    what: str = "weights",
+    *,
+    dim: int = -1,
+    atol: float = 1e-5,
+    rows: torch.Tensor | None = None,
+    hint: str = "",
+) -> None:
     """Every row of ``weights`` (along ``dim``) is non-negative and sums to one (only where ``rows`` is True)."""
     w = weights.detach().double().cpu()
     if torch.isnan(w).any():
@@ -94,5 +109,8 @@ def expect_rows_sum_to_one(weights, what: str = "weights", *, dim: int = -1, ato
     if off.any():
         index = tuple(int(i) for i in off.nonzero()[0])
         axis = dim % w.dim()
-        _fail(f"{what} along axis {axis} (one row per query) should sum to 1; the row at {index} sums to "
-              f"{float(sums[index]):.4g}", hint or "normalise over the last axis, the keys")  # fmt: skip
+        _fail(
+            f"{what} along axis {axis} (one row per query) should sum to 1; the row at {index} sums to "
+            f"{float(sums[index]):.4g}",
+            hint or "normalise over the last axis, the keys",
+        )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from .validate import require_int
+from .validate import require, require_int
 
 __all__ = ["reversal_batch", "sorting_batch"]
 
@@ -72,8 +72,8 @@ def pattern_images(n: int, *, side: int = 8, noise: float = 0.3, generator: torc
     >>> x.shape, y.shape, sorted(x.unique().tolist())
     (torch.Size([3, 1, 8, 8]), torch.Size([3]), [0.0, 1.0])
     """
-    require(isinstance(n, int) and n > 0, "n", "a positive int", repr(n))
-    require(isinstance(side, int) and side >= 3, "side", "an int >= 3", repr(side))
+    require_int("n", n)
+    require_int("side", side, minimum=3)
     require(noise >= 0, "noise", "a non-negative float", repr(noise))
     import torch.nn.functional as F
 
@@ -102,9 +102,12 @@ def pattern_cnn(width: int = 8, num_classes: int = 4):
     from torch import nn
 
     return nn.Sequential(
-        nn.Conv2d(1, width, 3, padding=1), nn.ReLU(),
-        nn.Conv2d(width, width, 3, padding=1), nn.ReLU(),  # (B, width, side, side)
-        nn.AdaptiveMaxPool2d(1), nn.Flatten(),  # (B, width): max over positions
+        nn.Conv2d(1, width, 3, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(width, width, 3, padding=1),
+        nn.ReLU(),  # (B, width, side, side)
+        nn.AdaptiveMaxPool2d(1),
+        nn.Flatten(),  # (B, width): max over positions
         nn.Linear(width, num_classes),
     )
 
@@ -127,8 +130,12 @@ def pattern_vit(d_model: int = 16, *, patch: int = 2, side: int = 8, num_heads: 
 
     from .encoder import TransformerEncoderLayer
 
-    require(isinstance(side, int) and isinstance(patch, int) and patch > 0 and side % patch == 0,
-            "patch", f"a positive int dividing side={side!r}", repr(patch))
+    require(
+        isinstance(side, int) and isinstance(patch, int) and patch > 0 and side % patch == 0,
+        "patch",
+        f"a positive int dividing side={side!r}",
+        repr(patch),
+    )
 
     class PatchTransformer(nn.Module):
         def __init__(self):
@@ -148,8 +155,20 @@ def pattern_vit(d_model: int = 16, *, patch: int = 2, side: int = 8, num_heads: 
     return PatchTransformer()
 
 
-def fit_classifier(model, x, y, x_val, y_val, *, batch: int = 64, lr: float = 1e-2, max_steps: int = 3000,
-                   eval_every: int = 25, patience: int = 8, seed: int = 0):
+def fit_classifier(
+    model,
+    x,
+    y,
+    x_val,
+    y_val,
+    *,
+    batch: int = 64,
+    lr: float = 1e-2,
+    max_steps: int = 3000,
+    eval_every: int = 25,
+    patience: int = 8,
+    seed: int = 0,
+):
     """Train ``model`` on ``(x, y)`` with AdamW until the validation accuracy stops improving.
 
     Every ``eval_every`` steps the accuracy on ``(x_val, y_val)`` is measured; training stops after

@@ -12,14 +12,14 @@ from collections.abc import Sequence
 import torch
 
 __all__ = [
-    "shape_of",
-    "require",
-    "require_tensor",
-    "require_int",
-    "require_choice",
-    "require_same_device_dtype",
     "check_mask",
     "check_qkv",
+    "require",
+    "require_choice",
+    "require_int",
+    "require_same_device_dtype",
+    "require_tensor",
+    "shape_of",
 ]
 
 

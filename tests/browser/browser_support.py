@@ -98,7 +98,9 @@ def watch(page) -> Traffic:
     def on_console(message):
         if message.type == "error" and not browser_own((message.location or {}).get("url", "")):
             location = message.location or {}
-            traffic.console_errors.append(f"{message.text} [{location.get('url', '')}:{location.get('lineNumber', '')}]")
+            traffic.console_errors.append(
+                f"{message.text} [{location.get('url', '')}:{location.get('lineNumber', '')}]"
+            )
 
     page.on("request", on_request)
     page.on("requestfailed", on_failed)
@@ -122,7 +124,7 @@ def free_port() -> int:
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+    def log_message(self, format, *args):
         pass
 
 

@@ -6,7 +6,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from browser_support import CHROMIUM, CHROMIUM_FLAGS, VIEWPORT, refuse_outside
 
 
@@ -14,7 +13,9 @@ from browser_support import CHROMIUM, CHROMIUM_FLAGS, VIEWPORT, refuse_outside
 def browser_context(tmp_path_factory):
     """One Chromium per test module (pytest-xdist's loadscope keeps a module on one worker), fresh profile."""
     if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} not found: install Debian's chromium (`make system`), or set QKV_CHROMIUM", pytrace=False)
+        pytest.fail(
+            f"{CHROMIUM} not found: install Debian's chromium (`make system`), or set QKV_CHROMIUM", pytrace=False
+        )
     from playwright.sync_api import sync_playwright
 
     profile = tmp_path_factory.mktemp("chromium-profile")

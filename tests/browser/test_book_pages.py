@@ -24,13 +24,12 @@ from __future__ import annotations
 import json
 import re
 import time
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
 import yaml
-
 from browser_support import HTML, REPO, SCREENSHOTS, serve_directory, watch
 
 pytestmark = pytest.mark.browser
@@ -180,7 +179,7 @@ def book_url():
         yield url
 
 
-@lru_cache(maxsize=None)
+@cache
 def anchors_of(path: Path) -> frozenset[str]:
     text = path.read_text(encoding="utf-8", errors="replace")
     return frozenset(unquote(m) for m in re.findall(r'\b(?:id|name)="([^"]+)"', text))
@@ -192,7 +191,7 @@ def broken_internal_links(links: list[str], base: str) -> list[str]:
         if not link.startswith(base):
             continue  # another host (launch buttons, the repository): not followed, the tests are offline
         parts = urlsplit(link)
-        rel = unquote(parts.path)[len(urlsplit(base).path):]
+        rel = unquote(parts.path)[len(urlsplit(base).path) :]
         target = HTML / rel
         if rel == "" or rel.endswith("/"):
             target = target / "index.html"
@@ -210,7 +209,9 @@ def check_loaded_page(page, traffic, name: str, base: str | None) -> tuple[list[
     problems = list(traffic.problems())
     if info["mathNodes"]:
         if not info["mathjaxVersion"] or not str(info["mathjaxVersion"]).startswith("3"):
-            problems.append(f"{info['mathNodes']} math nodes but MathJax 3 is not loaded (got {info['mathjaxVersion']})")
+            problems.append(
+                f"{info['mathNodes']} math nodes but MathJax 3 is not loaded (got {info['mathjaxVersion']})"
+            )
         if info.get("mathjaxFailure"):
             problems.append(f"MathJax failed: {info['mathjaxFailure']}")
         for tex in info["untypeset"]:
@@ -219,12 +220,14 @@ def check_loaded_page(page, traffic, name: str, base: str | None) -> tuple[list[
         problems.append(f"MathJax error (mjx-merror): {error!r}")
     for pattern, what in RAW_TEX:
         for match in list(pattern.finditer(info["text"]))[:3]:
-            context = info["text"][max(0, match.start() - 40): match.end() + 40].replace("\n", " ")
+            context = info["text"][max(0, match.start() - 40) : match.end() + 40].replace("\n", " ")
             problems.append(f"raw TeX in the text ({what}): ...{context}...")
-    for pattern, what in RAW_TEX:
+    for pattern, _ in RAW_TEX:
         if pattern.search(info["title"]):
-            problems.append(f"raw TeX in the page title (browser tab, bookmarks, print header; write the heading's "
-                            f"math in words): {info['title']!r}")
+            problems.append(
+                f"raw TeX in the page title (browser tab, bookmarks, print header; write the heading's "
+                f"math in words): {info['title']!r}"
+            )
             break
     for image in info["images"]:
         if not image["loaded"]:
@@ -277,8 +280,10 @@ def alt_text_problems(info: dict) -> list[str]:
 def axe_violations(page) -> list[dict]:
     """Run axe-core in the page as it is now; every violation, each with its impact and the nodes it names."""
     if not AXE.is_file():
-        pytest.fail(f"{AXE} not found: run `npm ci --ignore-scripts` (make book does); axe-core is pinned in "
-                    "package.json", pytrace=False)
+        pytest.fail(
+            f"{AXE} not found: run `npm ci --ignore-scripts` (make book does); axe-core is pinned in package.json",
+            pytrace=False,
+        )
     if not page.evaluate("() => typeof window.axe !== 'undefined'"):
         page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
     return page.evaluate(
@@ -408,10 +413,14 @@ def _first_page_with(marker: str) -> str | None:
     return None
 
 
-@pytest.mark.parametrize("kind, marker", [
-    ("math", 'class="math'),
-    ("widgets", "application/vnd.jupyter.widget-state+json"),
-], ids=["math", "widgets"])
+@pytest.mark.parametrize(
+    "kind, marker",
+    [
+        ("math", 'class="math'),
+        ("widgets", "application/vnd.jupyter.widget-state+json"),
+    ],
+    ids=["math", "widgets"],
+)
 def test_opened_from_disk(kind, marker, book_url, browser_context):
     """The HTML folder copied or unzipped anywhere and opened as files: math and widgets still work."""
     name = _first_page_with(marker)
@@ -430,15 +439,18 @@ def test_opened_from_disk(kind, marker, book_url, browser_context):
     assert not problems, f"{name}.html opened from disk:\n  " + "\n  ".join(problems)
 
 
-@pytest.mark.parametrize("alt, src, bad", [
-    (None, "../_images/a1b2.png", True),
-    ("  ", "../_images/a1b2.png", True),
-    ("../_build/jupyter_execute/a1b2.png", "../_images/a1b2.png", True),  # myst-nb's default: the path
-    ("a1b2.png", "../_images/a1b2.png", True),
-    ("_images/other", "../_images/a1b2.png", True),
-    ("Two heat maps: the scores and the weights after a softmax along each row.", "../_images/a1b2.png", False),
-    ("Loss against step, falling from 2.3 to 0.01 (log scale).", "data:image/png;base64,AAAA", False),
-])
+@pytest.mark.parametrize(
+    "alt, src, bad",
+    [
+        (None, "../_images/a1b2.png", True),
+        ("  ", "../_images/a1b2.png", True),
+        ("../_build/jupyter_execute/a1b2.png", "../_images/a1b2.png", True),  # myst-nb's default: the path
+        ("a1b2.png", "../_images/a1b2.png", True),
+        ("_images/other", "../_images/a1b2.png", True),
+        ("Two heat maps: the scores and the weights after a softmax along each row.", "../_images/a1b2.png", False),
+        ("Loss against step, falling from 2.3 to 0.01 (log scale).", "data:image/png;base64,AAAA", False),
+    ],
+)
 def test_alt_text_rule(alt, src, bad):
     """The alt-text rule itself: missing text and file paths fail, a description passes."""
     assert (alt_text_problem(alt, src) is not None) == bad

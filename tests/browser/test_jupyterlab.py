@@ -26,7 +26,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
 from browser_support import REPO, SCREENSHOTS, free_port, watch
 
 pytestmark = pytest.mark.browser
@@ -67,12 +66,14 @@ def load_cells(path: Path) -> list[dict]:
     cells = []
     for cell in notebook["cells"]:
         source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-        cells.append({
-            "type": cell["cell_type"],
-            "source": source,
-            "tags": list(cell.get("metadata", {}).get("tags", [])),
-            "solution": bool(cell.get("metadata", {}).get("nbgrader", {}).get("solution", False)),
-        })
+        cells.append(
+            {
+                "type": cell["cell_type"],
+                "source": source,
+                "tags": list(cell.get("metadata", {}).get("tags", [])),
+                "solution": bool(cell.get("metadata", {}).get("nbgrader", {}).get("solution", False)),
+            }
+        )
     return cells
 
 
@@ -106,27 +107,37 @@ def jupyterlab(tmp_path_factory):
         pytest.fail("no lab in labs/<id>/<id>.ipynb: generate them with `qkv labs`", pytrace=False)
     tmp = tmp_path_factory.mktemp("jupyterlab")
     work = tmp / "work"
-    subprocess.run([sys.executable, "-m", "qkv.cli", "workspace", str(work)], cwd=REPO, check=True,
-                   capture_output=True, text=True)
+    subprocess.run(
+        [sys.executable, "-m", "qkv.cli", "workspace", str(work)], cwd=REPO, check=True, capture_output=True, text=True
+    )
     settings = tmp / "settings"
     _write_settings(settings)
     token = secrets.token_hex(24)
     port = free_port()
     env = dict(os.environ)
-    env.update({
-        "JUPYTER_CONFIG_DIR": str(tmp / "config"),
-        "JUPYTER_CONFIG_PATH": str(REPO / "student" / "jupyter"),
-        "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
-        "JUPYTERLAB_SETTINGS_DIR": str(settings),
-        "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
-        "IPYTHONDIR": str(tmp / "ipython"),
-        "PYTHONUNBUFFERED": "1",
-    })
+    env.update(
+        {
+            "JUPYTER_CONFIG_DIR": str(tmp / "config"),
+            "JUPYTER_CONFIG_PATH": str(REPO / "student" / "jupyter"),
+            "JUPYTER_RUNTIME_DIR": str(tmp / "runtime"),
+            "JUPYTERLAB_SETTINGS_DIR": str(settings),
+            "JUPYTERLAB_WORKSPACES_DIR": str(tmp / "workspaces"),
+            "IPYTHONDIR": str(tmp / "ipython"),
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     command = [
-        sys.executable, "-m", "jupyterlab", "--no-browser",
-        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={work}",
-        "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={work}",
+        "--LabApp.news_url=",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")
@@ -138,7 +149,9 @@ def jupyterlab(tmp_path_factory):
         deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             if server.poll() is not None:
-                pytest.fail(f"JupyterLab exited with {server.returncode}:\n{log_path.read_text()[-3000:]}", pytrace=False)
+                pytest.fail(
+                    f"JupyterLab exited with {server.returncode}:\n{log_path.read_text()[-3000:]}", pytrace=False
+                )
             try:
                 with urllib.request.urlopen(f"{base}api/status?token={token}", timeout=5) as response:
                     if response.status == 200:
@@ -146,7 +159,9 @@ def jupyterlab(tmp_path_factory):
             except OSError:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"JupyterLab did not start in {START_TIMEOUT_S} s:\n{log_path.read_text()[-3000:]}", pytrace=False)
+                pytest.fail(
+                    f"JupyterLab did not start in {START_TIMEOUT_S} s:\n{log_path.read_text()[-3000:]}", pytrace=False
+                )
             time.sleep(0.5)
         yield base, token, work
     finally:
@@ -285,14 +300,18 @@ def test_blank_lab_in_jupyterlab(notebook, jupyterlab, browser_context):
         for index, (cell, view) in enumerate(zip(cells, shown)):
             if cell["type"] != "code":
                 continue
-            where = f"cell {index} ({cell['source'].strip().splitlines()[0][:60] if cell['source'].strip() else 'empty'})"
+            where = (
+                f"cell {index} ({cell['source'].strip().splitlines()[0][:60] if cell['source'].strip() else 'empty'})"
+            )
             if not re.fullmatch(r"\[\d+\]:", view["prompt"]):
                 problems.append(f"{where} never ran (prompt {view['prompt']!r})")
             if "raises-exception" in cell["tags"]:
                 last = final_line("\n".join(view["stderr"]))
                 if not last.startswith("NotImplementedError"):
-                    problems.append(f"{where} is tagged raises-exception but shows {last or 'no error'!r}, "
-                                    "not a NotImplementedError")
+                    problems.append(
+                        f"{where} is tagged raises-exception but shows {last or 'no error'!r}, "
+                        "not a NotImplementedError"
+                    )
                 tracebacks.append("\n".join(view["stderr"]))
             elif view["stderr"]:
                 problems.append(f"{where} shows an error or stderr: {final_line(view['stderr'][-1])!r}")
@@ -300,8 +319,10 @@ def test_blank_lab_in_jupyterlab(notebook, jupyterlab, browser_context):
             if cell["type"] == "code" and cell["solution"] and "NotImplementedError" in cell["source"]:
                 names = re.findall(r"^\s*def\s+(\w+)", cell["source"], flags=re.M)
                 if names and not any(name in tb for name in names for tb in tracebacks):
-                    problems.append(f"unfinished exercise in cell {index} ({', '.join(names)}) is in no "
-                                    "NotImplementedError traceback: the student cannot see which exercise to do")
+                    problems.append(
+                        f"unfinished exercise in cell {index} ({', '.join(names)}) is in no "
+                        "NotImplementedError traceback: the student cannot see which exercise to do"
+                    )
 
         if has_slider(notebook):
             slider_cells = [i for i, view in enumerate(shown) if view["sliders"]]
@@ -310,8 +331,12 @@ def test_blank_lab_in_jupyterlab(notebook, jupyterlab, browser_context):
             else:
                 index = slider_cells[0]
                 before = page.evaluate(OUTPUT_JS, index)
-                handle = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell").nth(index) \
-                    .locator(".widget-slider .noUi-handle").first
+                handle = (
+                    page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell")
+                    .nth(index)
+                    .locator(".widget-slider .noUi-handle")
+                    .first
+                )
                 handle.scroll_into_view_if_needed()
                 handle.focus()
                 # Move away from the end the slider starts at (a slider may start at its maximum).
@@ -333,7 +358,7 @@ def test_blank_lab_in_jupyterlab(notebook, jupyterlab, browser_context):
                     problems.append(f"moving the slider in cell {index} did not change its output")
                 else:
                     idle()
-                    for view in page.evaluate(CELLS_JS)[index:index + 1]:
+                    for view in page.evaluate(CELLS_JS)[index : index + 1]:
                         if view["stderr"]:
                             problems.append(f"moving the slider made an error: {final_line(view['stderr'][-1])!r}")
         shot = SCREENSHOTS / "jupyterlab" / f"{lab}.png"

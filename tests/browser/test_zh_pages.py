@@ -9,7 +9,6 @@ same page in English and back. Screenshots go to `_build/screenshots/zh/{light,d
 from __future__ import annotations
 
 import pytest
-
 from browser_support import HTML, SCREENSHOTS, serve_directory, watch
 from test_book_pages import PAGES, check_loaded_page, set_theme
 

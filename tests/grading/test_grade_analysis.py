@@ -22,18 +22,21 @@ def check(body: str, name: str = "f", extra: tuple[str, ...] = (), trusted: set[
     return analyse([SETUP, *extra, body], name, SOFTMAX_FAMILY, trusted)
 
 
-@pytest.mark.parametrize("body", [
-    "def f(x):\n    return torch.softmax(x, -1)\n",
-    "def f(x):\n    return F.softmax(x, dim=-1)\n",
-    "def f(x):\n    return x.softmax(-1)\n",
-    "def f(x):\n    return qkv.softmax(x)\n",
-    "def f(x):\n    return torch.nn.Softmax(dim=-1)(x)\n",
-    "from torch.nn.functional import softmax as normalise\ndef f(x):\n    return normalise(x, -1)\n",
-    "def f(x):\n    return g(x)\ndef g(x):\n    return x.log_softmax(-1).exp()\n",
-    "f = torch.softmax\n",
-    "f = lambda x: torch.special.softmax(x, -1)\n",
-    "class f:\n    def __call__(self, x):\n        return torch.softmax(x, -1)\n",
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "body",
+    [
+        "def f(x):\n    return torch.softmax(x, -1)\n",
+        "def f(x):\n    return F.softmax(x, dim=-1)\n",
+        "def f(x):\n    return x.softmax(-1)\n",
+        "def f(x):\n    return qkv.softmax(x)\n",
+        "def f(x):\n    return torch.nn.Softmax(dim=-1)(x)\n",
+        "from torch.nn.functional import softmax as normalise\ndef f(x):\n    return normalise(x, -1)\n",
+        "def f(x):\n    return g(x)\ndef g(x):\n    return x.log_softmax(-1).exp()\n",
+        "f = torch.softmax\n",
+        "f = lambda x: torch.special.softmax(x, -1)\n",
+        "class f:\n    def __call__(self, x):\n        return torch.softmax(x, -1)\n",
+    ],
+)
 def test_forbidden_calls_are_found_by_any_route(body):
     assert check(body).forbidden
 
@@ -44,14 +47,17 @@ def test_own_helpers_and_unrelated_cells_are_fine():
     assert not found.forbidden and not found.hatches and not found.missing  # a local `w` is not the global `w`
 
 
-@pytest.mark.parametrize("body, hatch", [
-    ("def f(x):\n    return getattr(torch, 'soft' + 'max')(x, -1)\n", "getattr()"),
-    ("def f(x):\n    return torch._C._VariableFunctions.exp(x)\n", "._C"),
-    ("def f(x):\n    return x\nexec('def f(x): return torch.softmax(x, -1)')\n", "exec()"),
-    ("def f(x):\n    return x\nimport gc\n", "import gc"),
-    ("def f(x):\n    return x\nimport sys\nsys.modules['torch'].softmax\n", "sys.modules"),
-    ("def f(x):\n    return x\ng = torch.exp.__self__\n", ".__self__"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "body, hatch",
+    [
+        ("def f(x):\n    return getattr(torch, 'soft' + 'max')(x, -1)\n", "getattr()"),
+        ("def f(x):\n    return torch._C._VariableFunctions.exp(x)\n", "._C"),
+        ("def f(x):\n    return x\nexec('def f(x): return torch.softmax(x, -1)')\n", "exec()"),
+        ("def f(x):\n    return x\nimport gc\n", "import gc"),
+        ("def f(x):\n    return x\nimport sys\nsys.modules['torch'].softmax\n", "sys.modules"),
+        ("def f(x):\n    return x\ng = torch.exp.__self__\n", ".__self__"),
+    ],
+)
 def test_escape_hatches_are_flagged(body, hatch):
     assert hatch in check(body).hatches
 
@@ -83,8 +89,14 @@ def test_messages_from_the_child_are_validated():
     arr = np.arange(6.0).reshape(2, 3)
     good = {"shape": [2, 3], "data": base64.b64encode(arr.tobytes()).decode()}
     assert np.array_equal(_decode(good), arr)
-    for bad in ({"shape": [2, 4], "data": good["data"]}, {"shape": [-1], "data": ""}, {"shape": "x"},
-                {"list": [good] * 17}, {"shape": [10**9], "data": ""}, "not a dict"):  # fmt: skip
+    for bad in (
+        {"shape": [2, 4], "data": good["data"]},
+        {"shape": [-1], "data": ""},
+        {"shape": "x"},
+        {"list": [good] * 17},
+        {"shape": [10**9], "data": ""},
+        "not a dict",
+    ):
         with pytest.raises((ValueError, TypeError)):
             _decode(bad)
     body = json.dumps({"t": "done"}).encode()
@@ -96,8 +108,11 @@ def test_parse_notebook_rejects_what_is_not_a_notebook():
     for data in (b"", b"   ", b"{", b"[]", b'{"cells": 3}', b"\xff\xfe"):
         with pytest.raises(ValueError):
             parse_notebook(data)
-    cells = parse_notebook(json.dumps({"cells": [{"cell_type": "code", "source": ["a = 1\n", "b = 2"]}, 7,
-                                                 {"cell_type": "weird"}]}).encode())  # fmt: skip
+    cells = parse_notebook(
+        json.dumps(
+            {"cells": [{"cell_type": "code", "source": ["a = 1\n", "b = 2"]}, 7, {"cell_type": "weird"}]}
+        ).encode()
+    )
     assert cells == [{"type": "code", "source": "a = 1\nb = 2", "meta": None}]
 
 
@@ -117,10 +132,24 @@ def test_discovery_layouts(tmp_path):
     (tmp_path / ".hidden.ipynb").write_text("{}")
     (tmp_path / "fay.ipynb").symlink_to("/etc/hostname")
     got = {e.student: (e.path.name if e.path else None, e.status) for e in discover(tmp_path, "lab")}
-    assert got == {"ann": ("ann.ipynb", None), "bob": ("anything.ipynb", None), "cy": ("lab.ipynb", None),
-                   "dee": (None, "ambiguous"), "eve": (None, "duplicate"), "fay": (None, "malformed")}  # fmt: skip
+    assert got == {
+        "ann": ("ann.ipynb", None),
+        "bob": ("anything.ipynb", None),
+        "cy": ("lab.ipynb", None),
+        "dee": (None, "ambiguous"),
+        "eve": (None, "duplicate"),
+        "fay": (None, "malformed"),
+    }
 
 
 def test_csv_formula_prefix():
     assert [csv_safe(s) for s in ("=1+1", "+1", "-1", "@x", "\tx", "\rx", "ann", "Zoë")] == [
-        "'=1+1", "'+1", "'-1", "'@x", "'\tx", "'\rx", "ann", "Zoë"]  # fmt: skip
+        "'=1+1",
+        "'+1",
+        "'-1",
+        "'@x",
+        "'\tx",
+        "'\rx",
+        "ann",
+        "Zoë",
+    ]

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -25,33 +23,53 @@ TIMEOUT = 12
 
 # attack -> (status, autograded points out of 10)
 EXPECTED = {
-    "solution": ("graded", 10), "blank": ("graded", 0),
+    "solution": ("graded", 10),
+    "blank": ("graded", 0),
     "allclose_patched": ("graded", 0),  # nbgrader and otter: full marks
     "gradebook_tamper": ("graded", 0),  # sees no grader file, solution or other submission; writes nothing
     "duplicate_cell_ids": ("graded", 10),  # stops a whole nbgrader batch
     "stderr_warnings": ("graded", 10),  # nbgrader scores a test cell with stderr output 0
     "infinite_loop": ("timeout", 0),  # otter run has no timeout
-    "fork_bomb": ("graded", 10), "daemon_left_behind": ("graded", 10),
+    "fork_bomb": ("graded", 10),
+    "daemon_left_behind": ("graded", 10),
     "memory_100gb": ("memory", 10),  # both allocations fail; the rest of the notebook still runs
-    "exit_early_sys": ("graded", 10), "exit_early_os": ("crashed", 0),
-    "fake_stdout": ("graded", 0), "forged_channel": ("graded", 0), "kill_the_worker": ("graded", 0),
+    "exit_early_sys": ("graded", 10),
+    "exit_early_os": ("crashed", 0),
+    "fake_stdout": ("graded", 0),
+    "forged_channel": ("graded", 0),
+    "kill_the_worker": ("graded", 0),
     # Escape hatches (torch._C, torch.ops.aten, __closure__, exec) anywhere in a notebook: no item with forbidden
     # calls can be verified, so every such item scores 0. A forbidden call caught, then worked around: still 0.
-    "tripwire_evasion": ("graded", 0), "closure_unwrap": ("graded", 0), "catch_the_tripwire": ("graded", 4),
+    "tripwire_evasion": ("graded", 0),
+    "closure_unwrap": ("graded", 0),
+    "catch_the_tripwire": ("graded", 4),
     "redefine_with_exec": ("graded", 0),  # exec() anywhere: items with forbidden calls cannot be verified
     "patch_runtime": ("crashed", 0),  # breaking isinstance breaks the child's own runner: no results, 0
-    "segfault": ("crashed", 0), "network": ("graded", 0),
-    "metadata_claims": ("graded", 0), "stripped_metadata": ("graded", 10),
-    "cells_deleted_and_added": ("graded", 10), "huge_outputs": ("graded", 10),
-    "written_answer_html": ("graded", 10), "recursion_and_baseexceptions": ("graded", 7),
+    "segfault": ("crashed", 0),
+    "network": ("graded", 0),
+    "metadata_claims": ("graded", 0),
+    "stripped_metadata": ("graded", 10),
+    "cells_deleted_and_added": ("graded", 10),
+    "huge_outputs": ("graded", 10),
+    "written_answer_html": ("graded", 10),
+    "recursion_and_baseexceptions": ("graded", 7),
     "weird_return_types": ("graded", 3),  # dot_scores, cosine_scores and soft_lookup (which calls dot_scores) fail
-    "collusion_writer": ("graded", 10), "collusion_reader": ("graded", 0),
-    "malformed_json": ("malformed", 0), "empty_file": ("malformed", 0), "not_utf8": ("malformed", 0),
-    "json_list": ("malformed", 0), "nbformat3": ("malformed", 0),
-    "Zoë 张": ("graded", 10), "=HYPERLINK(1)": ("graded", 0), "<img src=x onerror=alert(1)>": ("graded", 0),
-    "ambiguous_folder": ("ambiguous", 0), "twice": ("duplicate", 0), "nbgrader_layout": ("graded", 10),
-    "several_named": ("graded", 10), "empty_folder": ("malformed", 0),
-}  # fmt: skip
+    "collusion_writer": ("graded", 10),
+    "collusion_reader": ("graded", 0),
+    "malformed_json": ("malformed", 0),
+    "empty_file": ("malformed", 0),
+    "not_utf8": ("malformed", 0),
+    "json_list": ("malformed", 0),
+    "nbformat3": ("malformed", 0),
+    "Zoë 张": ("graded", 10),
+    "=HYPERLINK(1)": ("graded", 0),
+    "<img src=x onerror=alert(1)>": ("graded", 0),
+    "ambiguous_folder": ("ambiguous", 0),
+    "twice": ("duplicate", 0),
+    "nbgrader_layout": ("graded", 10),
+    "several_named": ("graded", 10),
+    "empty_folder": ("malformed", 0),
+}
 
 
 def _uids_alive() -> list[int]:
@@ -99,8 +117,9 @@ def batch(tmp_path_factory):
     (subs / "empty_folder").mkdir()
     (subs / ".hidden.ipynb").write_bytes(SOLUTION)
     (subs / "README.txt").write_text("not a submission")
-    results = run_batch("soft_lookup", subs, out, course=COURSE, jobs=2, timeout=TIMEOUT, memory=1024, seed=7,
-                        log=lambda *a, **k: None)  # fmt: skip
+    results = run_batch(
+        "soft_lookup", subs, out, course=COURSE, jobs=2, timeout=TIMEOUT, memory=1024, seed=7, log=lambda *a, **k: None
+    )
     return {"results": {r["student"]: r for r in results}, "out": out, "subs": subs, "alive": _uids_alive()}
 
 
@@ -136,8 +155,17 @@ def test_csv_neutralises_formulas_and_keeps_unicode(batch):
     text = (batch["out"] / "grades.csv").read_text(encoding="utf-8")
     assert "\n'=HYPERLINK(1)," in text and "\nZoë 张,10,10,graded," in text
     header = text.splitlines()[0].split(",")
-    assert header == ["student", "total", "max_total", "status", "test_dot_scores", "test_cosine_scores",
-                      "test_stable_softmax", "test_soft_lookup", "written_soft_vs_hard"]  # fmt: skip
+    assert header == [
+        "student",
+        "total",
+        "max_total",
+        "status",
+        "test_dot_scores",
+        "test_cosine_scores",
+        "test_stable_softmax",
+        "test_soft_lookup",
+        "written_soft_vs_hard",
+    ]
 
 
 def test_html_escapes_everything_students_wrote(batch):
@@ -196,7 +224,9 @@ def test_one_submission_leaves_nothing_for_the_next(tmp_path, use_sandbox):
     """Graded one after the other by the same worker: the reader must not find what the writer left."""
     from qkv.grading.testing import grade_notebooks
 
-    nbs = {name: (ATTACKS / f"collusion_{name.split('_')[1]}.ipynb.json").read_bytes() for name in ("a_writer", "b_reader")}
+    nbs = {
+        name: (ATTACKS / f"collusion_{name.split('_')[1]}.ipynb.json").read_bytes() for name in ("a_writer", "b_reader")
+    }
     res = grade_notebooks("soft_lookup", nbs, tmp_path, jobs=1, use_sandbox=use_sandbox)
     assert _total(res["a_writer"]) == 10 and res["b_reader"]["status"] == "graded"
     assert _total(res["b_reader"]) == 0

@@ -33,7 +33,10 @@ def test_instructor_mistakes_exit_non_zero_with_a_message(tmp_path, capsys):
     subs = _subs(tmp_path / "subs")
     assert main(["grade", "no_such_lab", str(subs), "--out", str(tmp_path / "o"), "--course", str(COURSE)]) == 2
     assert "unknown lab 'no_such_lab'" in capsys.readouterr().err
-    assert main(["grade", "soft_lookup", str(tmp_path / "missing"), "--out", str(tmp_path / "o"), "--course", str(COURSE)]) == 2
+    assert (
+        main(["grade", "soft_lookup", str(tmp_path / "missing"), "--out", str(tmp_path / "o"), "--course", str(COURSE)])
+        == 2
+    )
     assert "submissions folder not found" in capsys.readouterr().err
 
 
@@ -58,8 +61,20 @@ def test_without_bubblewrap_it_refuses_unless_no_sandbox(tmp_path, capsys, monke
 def test_an_interrupted_batch_resumes_without_losing_or_doubling_rows(tmp_path):
     subs = _subs(tmp_path / "subs", 3, 3)
     out = tmp_path / "out"
-    cmd = [sys.executable, "-m", "qkv.cli", "grade", "soft_lookup", str(subs), "--out", str(out),
-           "--course", str(COURSE), "--jobs", "1"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "qkv.cli",
+        "grade",
+        "soft_lookup",
+        str(subs),
+        "--out",
+        str(out),
+        "--course",
+        str(COURSE),
+        "--jobs",
+        "1",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and len(list((out / "results").glob("*.json"))) < 2 and proc.poll() is None:
@@ -80,9 +95,9 @@ def test_an_interrupted_batch_resumes_without_losing_or_doubling_rows(tmp_path):
     assert not list(out.rglob("*.tmp")), "a half-written file was left behind"
 
     (subs / "s00.ipynb").write_bytes(BLANK)  # a changed submission is graded again; the rest come from the cache
-    assert main(cmd[3:] + ["--quiet"]) == 0
+    assert main([*cmd[3:], "--quiet"]) == 0
     assert (out / "grades.csv").read_text().splitlines()[4].startswith("s00,0,10,graded")
-    assert main(cmd[3:] + ["--fresh", "--quiet", "--seed", "99"]) == 0
+    assert main([*cmd[3:], "--fresh", "--quiet", "--seed", "99"]) == 0
     assert json.loads((out / "run.json").read_text())["seed"] == 99
     assert len(list((out / "results").glob("*.json"))) == 6
 
@@ -91,9 +106,29 @@ def test_gradescope_results_json_sandboxed_and_without_namespaces(tmp_path, caps
     nb = tmp_path / "submission" / "whatever_name.ipynb"
     nb.parent.mkdir()
     nb.write_bytes(SOLUTION)
-    assert main(["grade", "soft_lookup", str(nb.parent), "--out", str(tmp_path / "r1"), "--course", str(COURSE), "--gradescope", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "grade",
+                "soft_lookup",
+                str(nb.parent),
+                "--out",
+                str(tmp_path / "r1"),
+                "--course",
+                str(COURSE),
+                "--gradescope",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     res = json.loads((tmp_path / "r1" / "results.json").read_text())
-    assert res["score"] == 10 and [t["name"] for t in res["tests"]] == ["test_dot_scores", "test_cosine_scores", "test_stable_softmax", "test_soft_lookup"]
+    assert res["score"] == 10 and [t["name"] for t in res["tests"]] == [
+        "test_dot_scores",
+        "test_cosine_scores",
+        "test_stable_softmax",
+        "test_soft_lookup",
+    ]
     assert all(t["score"] == t["max_score"] for t in res["tests"]) and "graded by hand" in res["output"]
 
     # Gradescope's container may forbid namespaces: bubblewrap then fails; the grade still happens, and says how.
@@ -102,11 +137,34 @@ def test_gradescope_results_json_sandboxed_and_without_namespaces(tmp_path, caps
     fake.chmod(0o755)
     monkeypatch.setenv("QKV_BWRAP", str(fake))
     attack = json.loads((ATTACKS / "gradebook_tamper.ipynb.json").read_text().replace("__OUT__", str(tmp_path / "r2")))
-    attack["cells"].insert(3, {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source":
-                               f"open({str(tmp_path / 'r2' / 'results.json')!r}, 'w').write('{{\"score\": 100}}')"})  # fmt: skip
+    attack["cells"].insert(
+        3,
+        {
+            "cell_type": "code",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": f"open({str(tmp_path / 'r2' / 'results.json')!r}, 'w').write('{{\"score\": 100}}')",
+        },
+    )
     nb.write_text(json.dumps(attack))
     (tmp_path / "r2").mkdir()
-    assert main(["grade", "soft_lookup", str(nb), "--out", str(tmp_path / "r2"), "--course", str(COURSE), "--gradescope", "--quiet"]) == 0
+    assert (
+        main(
+            [
+                "grade",
+                "soft_lookup",
+                str(nb),
+                "--out",
+                str(tmp_path / "r2"),
+                "--course",
+                str(COURSE),
+                "--gradescope",
+                "--quiet",
+            ]
+        )
+        == 0
+    )
     res = json.loads((tmp_path / "r2" / "results.json").read_text())
     assert res["score"] == 0 and "bubblewrap unavailable here" in res["output"] and "No permissions" in res["output"]
     assert "bubblewrap unavailable" in capsys.readouterr().err
@@ -118,15 +176,28 @@ def test_gradescope_bundle_runs_its_own_run_autograder(tmp_path):
     root = tmp_path / "autograder"
     with zipfile.ZipFile(bundle) as zf:
         names = set(zf.namelist())
-        assert {"setup.sh", "run_autograder", "requirements.txt", "solutions/soft_lookup/soft_lookup.ipynb",
-                "qkv-src/pyproject.toml", "qkv-src/src/qkv/grading/child.py", "qkv-src/src/qkv/grading/specs/soft_lookup.py"} <= names  # fmt: skip
+        assert {
+            "setup.sh",
+            "run_autograder",
+            "requirements.txt",
+            "solutions/soft_lookup/soft_lookup.ipynb",
+            "qkv-src/pyproject.toml",
+            "qkv-src/src/qkv/grading/child.py",
+            "qkv-src/src/qkv/grading/specs/soft_lookup.py",
+        } <= names
         zf.extractall(root / "source")
     assert "torch==2.13.0" in (root / "source" / "requirements.txt").read_text()
     (root / "submission").mkdir()
     (root / "submission" / "soft_lookup.ipynb").write_bytes(SOLUTION)
-    env = {**os.environ, "AUTOGRADER_ROOT": str(root), "QKV_PYTHON": sys.executable,
-           "PYTHONPATH": str(root / "source" / "qkv-src" / "src")}  # the bundle's own copy of qkv  # fmt: skip
-    done = subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "AUTOGRADER_ROOT": str(root),
+        "QKV_PYTHON": sys.executable,
+        "PYTHONPATH": str(root / "source" / "qkv-src" / "src"),
+    }  # the bundle's own copy of qkv
+    done = subprocess.run(
+        ["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads((root / "results" / "results.json").read_text())["score"] == 10
     assert oct((root / "source").stat().st_mode & 0o777) == "0o700"

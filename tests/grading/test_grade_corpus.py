@@ -69,8 +69,10 @@ def test_corpus(lab, tmp_path):
         problems = verdict(name, sub, result, grade_ids)
         got = sum(r["points"] for r in result["items"].values())
         want = sum(expected_points(sub, result).values()) if sub.status == "graded" else 0.0
-        rows.append(f"{lab:16} {name:28} expected {sub.status:9} {want:5g}  got {result['status']:9} {got:5g} {result.get('wall', 0.0):5.1f}s "
-                    f"{'ok' if not problems else 'MISMATCH'}")  # fmt: skip
+        rows.append(
+            f"{lab:16} {name:28} expected {sub.status:9} {want:5g}  got {result['status']:9} {got:5g} {result.get('wall', 0.0):5.1f}s "
+            f"{'ok' if not problems else 'MISMATCH'}"
+        )
         failures += [f"{name}: {p}" for p in problems]
     print("\n" + "\n".join(rows))
     assert not failures, f"{lab}: {len(failures)} unexpected outcomes\n" + "\n".join(failures)

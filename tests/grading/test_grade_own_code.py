@@ -30,16 +30,18 @@ def test_setattr_getattr_on_the_students_own_objects_are_ordinary_python():
     assert found.hatches == [] and found.forbidden == []
 
 
-@pytest.mark.parametrize("body, forbidden, hatch", [
-    ("def f(x):\n    return getattr(F, 'softmax')(x, -1)\n", ["getattr(F, 'softmax')"], None),
-    ("def f(x):\n    return getattr(x, 'soft' + 'max')(-1)\n", ["getattr(x, 'soft' + 'max')"], None),
-
-    ("def f(x):\n    return getattr(torch, name)(x, -1)\nname = 'softmax'\n", [], "getattr()"),
-    ("def f(x):\n    return getattr(torch.nn.functional, 'soft' + name)(x, -1)\nname = 'max'\n", [], "getattr()"),
-    ("def f(x):\n    return getattr(torch, '_C')._VariableFunctions.softmax(x, -1)\n", [], "._C"),
-    ("def f(x):\n    setattr(torch, 'exp', torch.softmax)\n    return x\n", ["torch.softmax"], None),
-    ("def f(x):\n    setattr(torch, name, x)\n    return x\nname = 'exp'\n", [], "setattr()"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "body, forbidden, hatch",
+    [
+        ("def f(x):\n    return getattr(F, 'softmax')(x, -1)\n", ["getattr(F, 'softmax')"], None),
+        ("def f(x):\n    return getattr(x, 'soft' + 'max')(-1)\n", ["getattr(x, 'soft' + 'max')"], None),
+        ("def f(x):\n    return getattr(torch, name)(x, -1)\nname = 'softmax'\n", [], "getattr()"),
+        ("def f(x):\n    return getattr(torch.nn.functional, 'soft' + name)(x, -1)\nname = 'max'\n", [], "getattr()"),
+        ("def f(x):\n    return getattr(torch, '_C')._VariableFunctions.softmax(x, -1)\n", [], "._C"),
+        ("def f(x):\n    setattr(torch, 'exp', torch.softmax)\n    return x\n", ["torch.softmax"], None),
+        ("def f(x):\n    setattr(torch, name, x)\n    return x\nname = 'exp'\n", [], "setattr()"),
+    ],
+)
 def test_dynamic_access_to_a_module_is_still_judged(body, forbidden, hatch):
     found = analyse([SETUP, body], "f", SOFTMAX_FAMILY)
     assert set(forbidden) <= set(found.forbidden) and (forbidden or hatch)
@@ -62,19 +64,26 @@ def test_a_missing_item_is_reported_with_the_status_not_a_key_error(tmp_path, mo
     def fake(lab, notebooks, tmp_path, **kwargs):
         out = {}
         for name in notebooks:
-            items = {"test_a": {"points": 1.0, "max": 1.0, "lines": ["passed"]},
-                     "test_b": {"points": 2.0, "max": 2.0, "lines": ["passed"]}}  # fmt: skip
+            items = {
+                "test_a": {"points": 1.0, "max": 1.0, "lines": ["passed"]},
+                "test_b": {"points": 2.0, "max": 2.0, "lines": ["passed"]},
+            }
             if name != "solution":
                 items = {}
-            out[name] = {"student": name, "status": "graded" if name == "solution" else "crashed",
-                         "note": "grader error: boom" if name != "solution" else "", "items": items}  # fmt: skip
+            out[name] = {
+                "student": name,
+                "status": "graded" if name == "solution" else "crashed",
+                "note": "grader error: boom" if name != "solution" else "",
+                "items": items,
+            }
         return out
 
     monkeypatch.setattr(testing, "grade_notebooks", fake)
     monkeypatch.setattr(testing, "with_function", lambda nb, name, source: nb)
     with pytest.raises(AssertionError, match=r"lost points \(status crashed: grader error: boom\)"):
-        testing.check_spec("soft_lookup", {}, {"alternative": {"dot_scores": "def dot_scores(q, k):\n    return k @ q\n"}},
-                           tmp_path)  # fmt: skip
+        testing.check_spec(
+            "soft_lookup", {}, {"alternative": {"dot_scores": "def dot_scores(q, k):\n    return k @ q\n"}}, tmp_path
+        )
 
 
 def test_the_cache_key_covers_the_code_that_decides_a_grade(tmp_path, monkeypatch):

@@ -51,10 +51,18 @@ def _with_debug_prints(src: str, name: str) -> str:
         node = next(methods[m] for m in ("forward", "__call__", "__init__") if m in methods)
     params = [a.arg for a in node.args.args if a.arg != "self"]
     body = node.body
-    first = body[1] if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else body[0]
+    first = (
+        body[1]
+        if len(body) > 1 and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+        else body[0]
+    )
     indent = " " * first.col_offset
     shown = ", ".join(params) or "'called'"
-    debug = f"{indent}print('debug', {shown})\n{indent}_text = f'{{{params[0]}}}'\n" if params else f"{indent}print('debug')\n"
+    debug = (
+        f"{indent}print('debug', {shown})\n{indent}_text = f'{{{params[0]}}}'\n"
+        if params
+        else f"{indent}print('debug')\n"
+    )
     lines = src.splitlines(keepends=True)
     lines.insert(first.lineno - 1, debug)
     return "print('before the def', torch.arange(3.0))\n" + "".join(lines) + PLOT
@@ -143,17 +151,19 @@ def test_ordinary_python_is_not_a_way_around_the_checks(tmp_path):
     nb = with_function(completed_lab("multihead"), "MultiHead", MULTIHEAD_SETATTR)
     res = grade_notebooks("multihead", {"setattr": nb}, tmp_path, jobs=1)["setattr"]
     assert res["status"] == "graded", res["note"]
-    assert res["items"]["test_MultiHead"]["points"] == res["items"]["test_MultiHead"]["max"], res["items"]["test_MultiHead"]
+    assert res["items"]["test_MultiHead"]["points"] == res["items"]["test_MultiHead"]["max"], res["items"][
+        "test_MultiHead"
+    ]
     assert all(r["points"] == r["max"] for r in res["items"].values()), res["items"]
     assert res["cell_errors"] == [], res["cell_errors"]
 
 
-LOOPING_DOT = '''
+LOOPING_DOT = """
 def dot_scores(query, keys):
     n = 0
     while True:  # forgot to stop
         n += 1
-'''
+"""
 
 
 def test_a_looping_function_costs_only_the_items_that_call_it(tmp_path):

@@ -26,7 +26,23 @@ def _auto_points(lab: str) -> dict[str, float]:
 
 def test_bundle_options_spec_and_readme(tmp_path, capsys):
     bundle = tmp_path / "b.zip"
-    assert main(["gradescope-bundle", LAB, "--out", str(bundle), "--course", str(COURSE), "--timeout", "77", "--memory", "333"]) == 0
+    assert (
+        main(
+            [
+                "gradescope-bundle",
+                LAB,
+                "--out",
+                str(bundle),
+                "--course",
+                str(COURSE),
+                "--timeout",
+                "77",
+                "--memory",
+                "333",
+            ]
+        )
+        == 0
+    )
     with zipfile.ZipFile(bundle) as zf:
         names = zf.namelist()
         run = zf.read("run_autograder").decode()
@@ -52,11 +68,15 @@ def test_run_autograder_writes_gradescope_results(tmp_path):
     bundle = tmp_path / "b.zip"
     assert main(["gradescope-bundle", LAB, "--out", str(bundle), "--course", str(COURSE)]) == 0
     points = _auto_points(LAB)
-    for name, notebook, expected in [("solution", COURSE / "solutions" / LAB / f"{LAB}.ipynb", points),
-                                     ("broken", COURSE / "labs" / LAB / f"{LAB}.ipynb", dict.fromkeys(points, 0.0))]:  # fmt: skip
+    for name, notebook, expected in [
+        ("solution", COURSE / "solutions" / LAB / f"{LAB}.ipynb", points),
+        ("broken", COURSE / "labs" / LAB / f"{LAB}.ipynb", dict.fromkeys(points, 0.0)),
+    ]:
         root = tmp_path / name / "autograder"
         env = layout(bundle, root, notebook)
-        done = subprocess.run([str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=900)
+        done = subprocess.run(
+            [str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=900
+        )
         assert done.returncode == 0, done.stderr
         res = json.loads((root / "results" / "results.json").read_text())
         assert {t["name"]: t["score"] for t in res["tests"]} == expected, name

@@ -19,10 +19,12 @@ from qkv.grading.testing import COURSE, grade_across_labs
 
 SPECS = Path(COURSE) / "src" / "qkv" / "grading" / "specs"
 LABS = sorted(
-    p.stem for p in SPECS.glob("*.py")
-    if p.stem != "__init__" and (COURSE / "solutions" / p.stem / f"{p.stem}.ipynb").is_file()
+    p.stem
+    for p in SPECS.glob("*.py")
+    if p.stem != "__init__"
+    and (COURSE / "solutions" / p.stem / f"{p.stem}.ipynb").is_file()
     and (COURSE / "labs" / p.stem / f"{p.stem}.ipynb").is_file()
-)  # fmt: skip
+)
 STUDENTS = {"solution": "solutions", "blank": "labs"}
 
 
@@ -50,8 +52,10 @@ def nbgrader_scores(lab: str, tmp: Path) -> dict[str, tuple[float, float]]:
     from nbgrader.api import Gradebook
 
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        return {s: (float(gb.find_submission(lab, s).code_score), float(gb.find_submission(lab, s).max_code_score))
-                for s in STUDENTS}  # fmt: skip
+        return {
+            s: (float(gb.find_submission(lab, s).code_score), float(gb.find_submission(lab, s).max_code_score))
+            for s in STUDENTS
+        }
 
 
 def test_qkv_grade_agrees_with_nbgrader_autograde(tmp_path):
@@ -59,9 +63,13 @@ def test_qkv_grade_agrees_with_nbgrader_autograde(tmp_path):
     with ThreadPoolExecutor(2) as pool:
         theirs_future = {lab: pool.submit(nbgrader_scores, lab, tmp_path) for lab in LABS}
         ours = grade_across_labs(
-            [(lab, s, (COURSE / folder / lab / f"{lab}.ipynb").read_bytes()) for lab in LABS for s, folder in STUDENTS.items()],
+            [
+                (lab, s, (COURSE / folder / lab / f"{lab}.ipynb").read_bytes())
+                for lab in LABS
+                for s, folder in STUDENTS.items()
+            ],
             tmp_path / "qkv",
-        )  # fmt: skip
+        )
         theirs = {lab: f.result() for lab, f in theirs_future.items()}
     problems = []
     for lab in LABS:
@@ -70,7 +78,9 @@ def test_qkv_grade_agrees_with_nbgrader_autograde(tmp_path):
             res = ours[(lab, student)]
             total = sum(i["points"] for i in res["items"].values())
             if res["status"] != "graded" or total != expected:
-                problems.append(f"qkv grade {lab}/{student}: {res['status']} {total} (expected {expected}): {res['items']}")
+                problems.append(
+                    f"qkv grade {lab}/{student}: {res['status']} {total} (expected {expected}): {res['items']}"
+                )
             if theirs[lab][student] != (expected, max_auto):
                 problems.append(f"nbgrader {lab}/{student}: {theirs[lab][student]} (expected {(expected, max_auto)})")
     assert not problems, "\n".join(problems)

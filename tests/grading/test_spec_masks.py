@@ -6,49 +6,87 @@ from __future__ import annotations
 from qkv.grading.testing import check_spec
 
 BUGS = {
-    "causal mask inverted (the future, not the past)": ("causal_mask", """
+    "causal mask inverted (the future, not the past)": (
+        "causal_mask",
+        """
         def causal_mask(L):
             return torch.ones(L, L, dtype=torch.bool).triu()
-        """, {"test_causal_mask"}),
-    "causal mask without the diagonal": ("causal_mask", """
+        """,
+        {"test_causal_mask"},
+    ),
+    "causal mask without the diagonal": (
+        "causal_mask",
+        """
         def causal_mask(L):
             i = torch.arange(L)
             return i[:, None] > i[None, :]
-        """, {"test_causal_mask"}),
-    "causal mask as 0/1 floats": ("causal_mask", """
+        """,
+        {"test_causal_mask"},
+    ),
+    "causal mask as 0/1 floats": (
+        "causal_mask",
+        """
         def causal_mask(L):
             return torch.ones(L, L).tril()
-        """, {"test_causal_mask"}),
-    "causal mask from the library": ("causal_mask", """
+        """,
+        {"test_causal_mask"},
+    ),
+    "causal mask from the library": (
+        "causal_mask",
+        """
         def causal_mask(L):
             return qkv.causal_mask(L)
-        """, {"test_causal_mask"}),
-    "local mask with < instead of <=": ("local_mask", """
+        """,
+        {"test_causal_mask"},
+    ),
+    "local mask with < instead of <=": (
+        "local_mask",
+        """
         def local_mask(L, window):
             i = torch.arange(L)
             return (i[:, None] - i[None, :]).abs() < window
-        """, {"test_local_mask"}),
-    "local mask one-sided": ("local_mask", """
+        """,
+        {"test_local_mask"},
+    ),
+    "local mask one-sided": (
+        "local_mask",
+        """
         def local_mask(L, window):
             i = torch.arange(L)
             d = i[:, None] - i[None, :]
             return (d >= 0) & (d <= window)
-        """, {"test_local_mask"}),
-    "graph mask transposed": ("graph_mask", """
+        """,
+        {"test_local_mask"},
+    ),
+    "graph mask transposed": (
+        "graph_mask",
+        """
         def graph_mask(adjacency, self_loops=True):
             mask = adjacency.T != 0
             return mask | torch.eye(adjacency.shape[0], dtype=torch.bool) if self_loops else mask
-        """, {"test_graph_mask"}),
-    "graph mask ignores self_loops=False": ("graph_mask", """
+        """,
+        {"test_graph_mask"},
+    ),
+    "graph mask ignores self_loops=False": (
+        "graph_mask",
+        """
         def graph_mask(adjacency, self_loops=True):
             return (adjacency != 0) | torch.eye(adjacency.shape[0], dtype=torch.bool)
-        """, {"test_graph_mask"}),
-    "graph mask counts only positive weights as edges": ("graph_mask", """
+        """,
+        {"test_graph_mask"},
+    ),
+    "graph mask counts only positive weights as edges": (
+        "graph_mask",
+        """
         def graph_mask(adjacency, self_loops=True):
             mask = adjacency > 0
             return mask | torch.eye(adjacency.shape[0], dtype=torch.bool) if self_loops else mask
-        """, {"test_graph_mask"}),
-    "attention with the mask inverted": ("masked_attention", """
+        """,
+        {"test_graph_mask"},
+    ),
+    "attention with the mask inverted": (
+        "masked_attention",
+        """
         def masked_attention(q, k, v, mask=None):
             s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             if mask is not None:
@@ -56,8 +94,12 @@ BUGS = {
             e = torch.exp(s - s.amax(-1, keepdim=True))
             w = torch.nan_to_num(e / e.sum(-1, keepdim=True), nan=0.0)
             return w @ v, w
-        """, {"test_masked_attention"}),
-    "attention with -1e9 instead of -inf": ("masked_attention", """
+        """,
+        {"test_masked_attention"},
+    ),
+    "attention with -1e9 instead of -inf": (
+        "masked_attention",
+        """
         def masked_attention(q, k, v, mask=None):
             s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             if mask is not None:
@@ -65,8 +107,12 @@ BUGS = {
             e = torch.exp(s - s.amax(-1, keepdim=True))
             w = e / e.sum(-1, keepdim=True)
             return w @ v, w
-        """, {"test_masked_attention"}),
-    "attention with -inf and NaN on fully masked rows": ("masked_attention", """
+        """,
+        {"test_masked_attention"},
+    ),
+    "attention with -inf and NaN on fully masked rows": (
+        "masked_attention",
+        """
         def masked_attention(q, k, v, mask=None):
             s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             if mask is not None:
@@ -74,8 +120,12 @@ BUGS = {
             e = torch.exp(s - s.amax(-1, keepdim=True))
             w = e / e.sum(-1, keepdim=True)
             return w @ v, w
-        """, {"test_masked_attention"}),
-    "attention zeroes the output of a fully masked row but leaves NaN weights": ("masked_attention", """
+        """,
+        {"test_masked_attention"},
+    ),
+    "attention zeroes the output of a fully masked row but leaves NaN weights": (
+        "masked_attention",
+        """
         def masked_attention(q, k, v, mask=None):
             s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             if mask is not None:
@@ -83,8 +133,12 @@ BUGS = {
             e = torch.exp(s - s.amax(-1, keepdim=True))
             w = e / e.sum(-1, keepdim=True)
             return torch.nan_to_num(w @ v, nan=0.0), w
-        """, {"test_masked_attention"}),
-    "attention masks the weights after the softmax (not renormalised)": ("masked_attention", """
+        """,
+        {"test_masked_attention"},
+    ),
+    "attention masks the weights after the softmax (not renormalised)": (
+        "masked_attention",
+        """
         def masked_attention(q, k, v, mask=None):
             s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             e = torch.exp(s - s.amax(-1, keepdim=True))
@@ -92,8 +146,12 @@ BUGS = {
             if mask is not None:
                 w = w * mask
             return w @ v, w
-        """, {"test_masked_attention"}),
-    "attention not scaled": ("masked_attention", """
+        """,
+        {"test_masked_attention"},
+    ),
+    "attention not scaled": (
+        "masked_attention",
+        """
         def masked_attention(q, k, v, mask=None):
             s = q @ k.transpose(-2, -1)
             if mask is not None:
@@ -101,50 +159,76 @@ BUGS = {
             e = torch.exp(s - s.amax(-1, keepdim=True))
             w = torch.nan_to_num(e / e.sum(-1, keepdim=True), nan=0.0)
             return w @ v, w
-        """, {"test_masked_attention"}),
-    "attention through qkv.softmax": ("masked_attention", """
+        """,
+        {"test_masked_attention"},
+    ),
+    "attention through qkv.softmax": (
+        "masked_attention",
+        """
         def masked_attention(q, k, v, mask=None):
             s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             if mask is not None:
                 s = s.masked_fill(~mask, float("-inf"))
             w = qkv.softmax(s, dim=-1)
             return w @ v, w
-        """, {"test_masked_attention"}),
-    "attention through torch.softmax": ("masked_attention", """
+        """,
+        {"test_masked_attention"},
+    ),
+    "attention through torch.softmax": (
+        "masked_attention",
+        """
         def masked_attention(q, k, v, mask=None):
             s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             if mask is not None:
                 s = s.masked_fill(~mask, float("-inf"))
             w = torch.softmax(s, dim=-1).nan_to_num(0.0)
             return w @ v, w
-        """, {"test_masked_attention"}),
-    "attention through torch's fused kernel": ("masked_attention", """
+        """,
+        {"test_masked_attention"},
+    ),
+    "attention through torch's fused kernel": (
+        "masked_attention",
+        """
         import torch.nn.functional as F
         def masked_attention(q, k, v, mask=None):
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
             return out, out
-        """, {"test_masked_attention"}),
-    "leak compares positions 0..t-1 only": ("future_leak", """
+        """,
+        {"test_masked_attention"},
+    ),
+    "leak compares positions 0..t-1 only": (
+        "future_leak",
+        """
         def future_leak(x, x_new, t, mask):
             changed = torch.cat([x[: t + 1], x_new[t + 1 :]])
             a, _ = masked_attention(x, x, x, mask)
             b, _ = masked_attention(changed, changed, changed, mask)
             return (a[:t] - b[:t]).abs().max().item() if t > 0 else 0.0
-        """, {"test_future_leak"}),
-    "leak changes position t too": ("future_leak", """
+        """,
+        {"test_future_leak"},
+    ),
+    "leak changes position t too": (
+        "future_leak",
+        """
         def future_leak(x, x_new, t, mask):
             changed = torch.cat([x[:t], x_new[t:]])
             a, _ = masked_attention(x, x, x, mask)
             b, _ = masked_attention(changed, changed, changed, mask)
             return (a[: t + 1] - b[: t + 1]).abs().max().item()
-        """, {"test_future_leak"}),
-    "leak measured over every position": ("future_leak", """
+        """,
+        {"test_future_leak"},
+    ),
+    "leak measured over every position": (
+        "future_leak",
+        """
         def future_leak(x, x_new, t, mask):
             changed = torch.cat([x[: t + 1], x_new[t + 1 :]])
             a, _ = masked_attention(x, x, x, mask)
             b, _ = masked_attention(changed, changed, changed, mask)
             return (a - b).abs().max().item()
-        """, {"test_future_leak"}),
+        """,
+        {"test_future_leak"},
+    ),
 }
 
 ALTERNATIVES = {

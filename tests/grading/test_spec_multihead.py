@@ -6,55 +6,93 @@ from __future__ import annotations
 from qkv.grading.testing import check_spec
 
 BUGS = {
-    "split: reshape without the transpose": ("split_heads", """
+    "split: reshape without the transpose": (
+        "split_heads",
+        """
         def split_heads(x, num_heads):
             B, L, d_model = x.shape
             return x.reshape(B, num_heads, L, d_model // num_heads)
-        """, {"test_split_heads"}),
-    "split: heads interleaved (feature c to head c % H)": ("split_heads", """
+        """,
+        {"test_split_heads"},
+    ),
+    "split: heads interleaved (feature c to head c % H)": (
+        "split_heads",
+        """
         def split_heads(x, num_heads):
             B, L, d_model = x.shape
             return x.reshape(B, L, d_model // num_heads, num_heads).permute(0, 3, 1, 2)
-        """, {"test_split_heads"}),
-    "split calls the library": ("split_heads", """
+        """,
+        {"test_split_heads"},
+    ),
+    "split calls the library": (
+        "split_heads",
+        """
         def split_heads(x, num_heads):
             return qkv.split_heads(x, num_heads)
-        """, {"test_split_heads"}),
-    "merge: reshape without the transpose": ("merge_heads", """
+        """,
+        {"test_split_heads"},
+    ),
+    "merge: reshape without the transpose": (
+        "merge_heads",
+        """
         def merge_heads(x):
             B, H, L, d_k = x.shape
             return x.reshape(B, L, H * d_k)
-        """, {"test_merge_heads"}),
-    "merge: transpose of the wrong axes": ("merge_heads", """
+        """,
+        {"test_merge_heads"},
+    ),
+    "merge: transpose of the wrong axes": (
+        "merge_heads",
+        """
         def merge_heads(x):
             B, H, L, d_k = x.shape
             return x.transpose(2, 3).reshape(B, L, H * d_k)
-        """, {"test_merge_heads"}),
-    "attention scaled by sqrt(d_model) instead of sqrt(d_k)": ("multihead_attention", """
+        """,
+        {"test_merge_heads"},
+    ),
+    "attention scaled by sqrt(d_model) instead of sqrt(d_k)": (
+        "multihead_attention",
+        """
         def multihead_attention(x, W_q, W_k, W_v, W_o, num_heads):
             q, k, v = (split_heads(x @ W, num_heads) for W in (W_q, W_k, W_v))
             weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(x.shape[-1]), dim=-1)
             return merge_heads(weights @ v) @ W_o, weights
-        """, {"test_multihead_attention"}),
-    "attention softmax over the queries": ("multihead_attention", """
+        """,
+        {"test_multihead_attention"},
+    ),
+    "attention softmax over the queries": (
+        "multihead_attention",
+        """
         def multihead_attention(x, W_q, W_k, W_v, W_o, num_heads):
             q, k, v = (split_heads(x @ W, num_heads) for W in (W_q, W_k, W_v))
             weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-2)
             return merge_heads(weights @ v) @ W_o, weights
-        """, {"test_multihead_attention"}),
-    "attention without W_o": ("multihead_attention", """
+        """,
+        {"test_multihead_attention"},
+    ),
+    "attention without W_o": (
+        "multihead_attention",
+        """
         def multihead_attention(x, W_q, W_k, W_v, W_o, num_heads):
             q, k, v = (split_heads(x @ W, num_heads) for W in (W_q, W_k, W_v))
             weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
             return merge_heads(weights @ v), weights
-        """, {"test_multihead_attention"}),
-    "attention with nn.Linear's convention (x @ W.T)": ("multihead_attention", """
+        """,
+        {"test_multihead_attention"},
+    ),
+    "attention with nn.Linear's convention (x @ W.T)": (
+        "multihead_attention",
+        """
         def multihead_attention(x, W_q, W_k, W_v, W_o, num_heads):
             q, k, v = (split_heads(x @ W.T, num_heads) for W in (W_q, W_k, W_v))
             weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
             return merge_heads(weights @ v) @ W_o.T, weights
-        """, {"test_multihead_attention"}),
-    "attention through F.multi_head_attention_forward": ("multihead_attention", """
+        """,
+        {"test_multihead_attention"},
+    ),
+    "attention through F.multi_head_attention_forward": (
+        "multihead_attention",
+        """
         import torch.nn.functional as F
         def multihead_attention(x, W_q, W_k, W_v, W_o, num_heads):
             xt = x.transpose(0, 1)
@@ -62,8 +100,12 @@ BUGS = {
                 torch.cat([W_q.T, W_k.T, W_v.T]), None, None, None, False, 0.0, W_o.T, None,
                 need_weights=True, average_attn_weights=False)
             return out.transpose(0, 1), w
-        """, {"test_multihead_attention"}),
-    "module without biases": ("MultiHead", """
+        """,
+        {"test_multihead_attention"},
+    ),
+    "module without biases": (
+        "MultiHead",
+        """
         class MultiHead(nn.Module):
             def __init__(self, d_model, num_heads):
                 super().__init__()
@@ -76,8 +118,12 @@ BUGS = {
                 q, k, v = split_heads(self.q_proj(query), self.num_heads), split_heads(self.k_proj(key), self.num_heads), split_heads(self.v_proj(value), self.num_heads)
                 w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
                 return self.out_proj(merge_heads(w @ v)), w
-        """, {"test_MultiHead"}),
-    "module: keys and values always from the query": ("MultiHead", """
+        """,
+        {"test_MultiHead"},
+    ),
+    "module: keys and values always from the query": (
+        "MultiHead",
+        """
         class MultiHead(nn.Module):
             def __init__(self, d_model, num_heads):
                 super().__init__()
@@ -88,8 +134,12 @@ BUGS = {
                 q, k, v = split_heads(self.q_proj(query), self.num_heads), split_heads(self.k_proj(query), self.num_heads), split_heads(self.v_proj(query), self.num_heads)
                 w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
                 return self.out_proj(merge_heads(w @ v)), w
-        """, {"test_MultiHead"}),
-    "module: weights averaged over heads": ("MultiHead", """
+        """,
+        {"test_MultiHead"},
+    ),
+    "module: weights averaged over heads": (
+        "MultiHead",
+        """
         class MultiHead(nn.Module):
             def __init__(self, d_model, num_heads):
                 super().__init__()
@@ -102,8 +152,12 @@ BUGS = {
                 q, k, v = split_heads(self.q_proj(query), self.num_heads), split_heads(self.k_proj(key), self.num_heads), split_heads(self.v_proj(value), self.num_heads)
                 w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
                 return self.out_proj(merge_heads(w @ v)), w.mean(dim=1)
-        """, {"test_MultiHead"}),
-    "module wraps torch.nn.MultiheadAttention": ("MultiHead", """
+        """,
+        {"test_MultiHead"},
+    ),
+    "module wraps torch.nn.MultiheadAttention": (
+        "MultiHead",
+        """
         class MultiHead(nn.Module):
             def __init__(self, d_model, num_heads):
                 super().__init__()
@@ -120,7 +174,9 @@ BUGS = {
                     layer.out_proj.weight.copy_(self.out_proj.weight)
                     layer.out_proj.bias.copy_(self.out_proj.bias)
                 return layer(query, key, value, average_attn_weights=False)
-        """, {"test_MultiHead"}),
+        """,
+        {"test_MultiHead"},
+    ),
 }
 
 ALTERNATIVES = {

@@ -6,41 +6,63 @@ from __future__ import annotations
 from qkv.grading.testing import check_spec
 
 BUGS = {
-    "sin and cos swapped": ("sinusoidal_encoding", """
+    "sin and cos swapped": (
+        "sinusoidal_encoding",
+        """
         def sinusoidal_encoding(num_positions, d_model):
             omega = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
             angles = torch.arange(num_positions, dtype=torch.float64)[:, None] * omega
             pe = torch.zeros(num_positions, d_model, dtype=torch.float64)
             pe[:, 0::2], pe[:, 1::2] = torch.cos(angles), torch.sin(angles)
             return pe.float()
-        """, {"test_sinusoidal_encoding"}),
-    "frequency exponent i/d instead of 2i/d": ("sinusoidal_encoding", """
+        """,
+        {"test_sinusoidal_encoding"},
+    ),
+    "frequency exponent i/d instead of 2i/d": (
+        "sinusoidal_encoding",
+        """
         def sinusoidal_encoding(num_positions, d_model):
             omega = 10000.0 ** (-torch.arange(d_model // 2, dtype=torch.float64) / d_model)
             angles = torch.arange(num_positions, dtype=torch.float64)[:, None] * omega
             pe = torch.zeros(num_positions, d_model, dtype=torch.float64)
             pe[:, 0::2], pe[:, 1::2] = torch.sin(angles), torch.cos(angles)
             return pe.float()
-        """, {"test_sinusoidal_encoding"}),
-    "sines in the first half, cosines in the second": ("sinusoidal_encoding", """
+        """,
+        {"test_sinusoidal_encoding"},
+    ),
+    "sines in the first half, cosines in the second": (
+        "sinusoidal_encoding",
+        """
         def sinusoidal_encoding(num_positions, d_model):
             omega = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
             angles = torch.arange(num_positions, dtype=torch.float64)[:, None] * omega
             return torch.cat([torch.sin(angles), torch.cos(angles)], dim=1).float()
-        """, {"test_sinusoidal_encoding"}),
-    "positions counted from 1": ("sinusoidal_encoding", """
+        """,
+        {"test_sinusoidal_encoding"},
+    ),
+    "positions counted from 1": (
+        "sinusoidal_encoding",
+        """
         def sinusoidal_encoding(num_positions, d_model):
             omega = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
             angles = torch.arange(1, num_positions + 1, dtype=torch.float64)[:, None] * omega
             pe = torch.zeros(num_positions, d_model, dtype=torch.float64)
             pe[:, 0::2], pe[:, 1::2] = torch.sin(angles), torch.cos(angles)
             return pe.float()
-        """, {"test_sinusoidal_encoding"}),
-    "encoding calls the library": ("sinusoidal_encoding", """
+        """,
+        {"test_sinusoidal_encoding"},
+    ),
+    "encoding calls the library": (
+        "sinusoidal_encoding",
+        """
         def sinusoidal_encoding(num_positions, d_model):
             return qkv.sinusoidal_positional_encoding(num_positions, d_model)
-        """, {"test_sinusoidal_encoding"}),
-    "shift matrix transposed (rotates backwards)": ("shift_matrix", """
+        """,
+        {"test_sinusoidal_encoding"},
+    ),
+    "shift matrix transposed (rotates backwards)": (
+        "shift_matrix",
+        """
         def shift_matrix(k, d_model):
             even = torch.arange(0, d_model, 2)
             odd = even + 1
@@ -49,8 +71,12 @@ BUGS = {
             M[even, even], M[even, odd] = torch.cos(b), -torch.sin(b)
             M[odd, even], M[odd, odd] = torch.sin(b), torch.cos(b)
             return M.float()
-        """, {"test_shift_matrix"}),
-    "shift matrix with the frequency of column j, not 2i": ("shift_matrix", """
+        """,
+        {"test_shift_matrix"},
+    ),
+    "shift matrix with the frequency of column j, not 2i": (
+        "shift_matrix",
+        """
         def shift_matrix(k, d_model):
             even = torch.arange(0, d_model, 2)
             odd = even + 1
@@ -59,44 +85,70 @@ BUGS = {
             M[even, even], M[even, odd] = torch.cos(b), torch.sin(b)
             M[odd, even], M[odd, odd] = -torch.sin(b), torch.cos(b)
             return M.float()
-        """, {"test_shift_matrix"}),
-    "shift matrix calls the library": ("shift_matrix", """
+        """,
+        {"test_shift_matrix"},
+    ),
+    "shift matrix calls the library": (
+        "shift_matrix",
+        """
         def shift_matrix(k, d_model):
             return qkv.sinusoidal_shift_matrix(k, d_model)
-        """, {"test_shift_matrix"}),
-    "offset dot summed over all columns' frequencies": ("offset_dot", """
+        """,
+        {"test_shift_matrix"},
+    ),
+    "offset dot summed over all columns' frequencies": (
+        "offset_dot",
+        """
         def offset_dot(k, d_model):
             omega = 10000.0 ** (-torch.arange(d_model, dtype=torch.float64) / d_model)
             return torch.cos(k * omega).sum().item()
-        """, {"test_offset_dot"}),
-    "offset dot with sines": ("offset_dot", """
+        """,
+        {"test_offset_dot"},
+    ),
+    "offset dot with sines": (
+        "offset_dot",
+        """
         def offset_dot(k, d_model):
             omega = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
             return torch.sin(k * omega).sum().item()
-        """, {"test_offset_dot"}),
-    "positions added before shuffling": ("permutation_test", """
+        """,
+        {"test_offset_dot"},
+    ),
+    "positions added before shuffling": (
+        "permutation_test",
+        """
         def permutation_test(x, perm, W_q, W_k, W_v, use_positions):
             L, d = x.shape
             h = x + sinusoidal_encoding(L, d) if use_positions else x
             f = lambda inp: qkv.scaled_dot_product_attention(inp @ W_q, inp @ W_k, inp @ W_v)
             return (f(h[perm]) - f(h)[perm]).abs().max().item()
-        """, {"test_permutation_test"}),
-    "compares with the unpermuted output": ("permutation_test", """
+        """,
+        {"test_permutation_test"},
+    ),
+    "compares with the unpermuted output": (
+        "permutation_test",
+        """
         def permutation_test(x, perm, W_q, W_k, W_v, use_positions):
             L, d = x.shape
             def f(inp):
                 h = inp + sinusoidal_encoding(L, d) if use_positions else inp
                 return qkv.scaled_dot_product_attention(h @ W_q, h @ W_k, h @ W_v)
             return (f(x[perm]) - f(x)).abs().max().item()
-        """, {"test_permutation_test"}),
-    "mean instead of max": ("permutation_test", """
+        """,
+        {"test_permutation_test"},
+    ),
+    "mean instead of max": (
+        "permutation_test",
+        """
         def permutation_test(x, perm, W_q, W_k, W_v, use_positions):
             L, d = x.shape
             def f(inp):
                 h = inp + sinusoidal_encoding(L, d) if use_positions else inp
                 return qkv.scaled_dot_product_attention(h @ W_q, h @ W_k, h @ W_v)
             return (f(x[perm]) - f(x)[perm]).abs().mean().item()
-        """, {"test_permutation_test"}),
+        """,
+        {"test_permutation_test"},
+    ),
 }
 
 ALTERNATIVES = {

@@ -6,74 +6,134 @@ from __future__ import annotations
 from qkv.grading.testing import check_spec
 
 BUGS = {
-    "projections return transposes": ("project", """
+    "projections return transposes": (
+        "project",
+        """
         def project(x, W_q, W_k, W_v):
             return W_q.T @ x.T, W_k.T @ x.T, W_v.T @ x.T
-        """, {"test_project"}),
-    "keys and values swapped": ("project", """
+        """,
+        {"test_project"},
+    ),
+    "keys and values swapped": (
+        "project",
+        """
         def project(x, W_q, W_k, W_v):
             return x @ W_q, x @ W_v, x @ W_k
-        """, {"test_project"}),
-    "keys projected with W_q": ("project", """
+        """,
+        {"test_project"},
+    ),
+    "keys projected with W_q": (
+        "project",
+        """
         def project(x, W_q, W_k, W_v):
             return x @ W_q, x @ W_q, x @ W_v
-        """, {"test_project"}),
-    "score matrix transposed (S, L)": ("score_matrix_rows", """
+        """,
+        {"test_project"},
+    ),
+    "score matrix transposed (S, L)": (
+        "score_matrix_rows",
+        """
         def score_matrix_rows(q, k):
             return k @ q.T
-        """, {"test_score_matrix_rows"}),
-    "score matrix already scaled": ("score_matrix_rows", """
+        """,
+        {"test_score_matrix_rows"},
+    ),
+    "score matrix already scaled": (
+        "score_matrix_rows",
+        """
         def score_matrix_rows(q, k):
             return q @ k.T / math.sqrt(q.shape[-1])
-        """, {"test_score_matrix_rows"}),
-    "attention without scaling": ("attention_rows", """
+        """,
+        {"test_score_matrix_rows"},
+    ),
+    "attention without scaling": (
+        "attention_rows",
+        """
         def attention_rows(q, k, v):
             weights = torch.softmax(score_matrix_rows(q, k), dim=-1)
             return weights @ v, weights
-        """, {"test_attention_rows", "test_conventions_agree"}),
-    "attention scaled by d_k": ("attention_rows", """
+        """,
+        {"test_attention_rows", "test_conventions_agree"},
+    ),
+    "attention scaled by d_k": (
+        "attention_rows",
+        """
         def attention_rows(q, k, v):
             weights = torch.softmax(score_matrix_rows(q, k) / q.shape[-1], dim=-1)
             return weights @ v, weights
-        """, {"test_attention_rows", "test_conventions_agree"}),
-    "softmax over the queries (wrong axis)": ("attention_rows", """
+        """,
+        {"test_attention_rows", "test_conventions_agree"},
+    ),
+    "softmax over the queries (wrong axis)": (
+        "attention_rows",
+        """
         def attention_rows(q, k, v):
             weights = torch.softmax(score_matrix_rows(q, k) / math.sqrt(q.shape[-1]), dim=0)
             return weights @ v, weights
-        """, {"test_attention_rows"}),
-    "returns (weights, out)": ("attention_rows", """
+        """,
+        {"test_attention_rows"},
+    ),
+    "returns (weights, out)": (
+        "attention_rows",
+        """
         def attention_rows(q, k, v):
             weights = torch.softmax(score_matrix_rows(q, k) / math.sqrt(q.shape[-1]), dim=-1)
             return weights, weights @ v
-        """, {"test_attention_rows", "test_conventions_agree"}),
-    "calls PyTorch's fused attention": ("attention_rows", """
+        """,
+        {"test_attention_rows", "test_conventions_agree"},
+    ),
+    "calls PyTorch's fused attention": (
+        "attention_rows",
+        """
         import torch.nn.functional as F
         def attention_rows(q, k, v):
             weights = torch.softmax(score_matrix_rows(q, k) / math.sqrt(q.shape[-1]), dim=-1)
             return F.scaled_dot_product_attention(q[None], k[None], v[None])[0], weights
-        """, {"test_attention_rows"}),
-    "calls the library's attention": ("attention_rows", """
+        """,
+        {"test_attention_rows"},
+    ),
+    "calls the library's attention": (
+        "attention_rows",
+        """
         def attention_rows(q, k, v):
             return qkv.scaled_dot_product_attention(q, k, v, return_weights=True)
-        """, {"test_attention_rows"}),
-    "column softmax along the rows of A": ("attention_columns", """
+        """,
+        {"test_attention_rows"},
+    ),
+    "column softmax along the rows of A": (
+        "attention_columns",
+        """
         def attention_columns(Q, K, V):
             A = K.T @ Q / math.sqrt(Q.shape[0])
             return V @ torch.softmax(A, dim=1)
-        """, {"test_attention_columns", "test_conventions_agree"}),
-    "column scores Q^T K instead of K^T Q": ("attention_columns", """
+        """,
+        {"test_attention_columns", "test_conventions_agree"},
+    ),
+    "column scores Q^T K instead of K^T Q": (
+        "attention_columns",
+        """
         def attention_columns(Q, K, V):
             A = Q.T @ K / math.sqrt(Q.shape[0])
             return V @ torch.softmax(A, dim=0)
-        """, {"test_attention_columns"}),
-    "column form without scaling": ("attention_columns", """
+        """,
+        {"test_attention_columns"},
+    ),
+    "column form without scaling": (
+        "attention_columns",
+        """
         def attention_columns(Q, K, V):
             return V @ torch.softmax(K.T @ Q, dim=0)
-        """, {"test_attention_columns", "test_conventions_agree"}),
-    "column form calls the library": ("attention_columns", """
+        """,
+        {"test_attention_columns", "test_conventions_agree"},
+    ),
+    "column form calls the library": (
+        "attention_columns",
+        """
         def attention_columns(Q, K, V):
             return qkv.column_attention(Q, K, V)
-        """, {"test_attention_columns", "test_conventions_agree"}),
+        """,
+        {"test_attention_columns", "test_conventions_agree"},
+    ),
 }
 
 ALTERNATIVES = {

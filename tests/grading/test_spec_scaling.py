@@ -6,7 +6,9 @@ from __future__ import annotations
 from qkv.grading.testing import check_spec
 
 BUGS = {
-    "variance of the scaled dot product": ("dot_product_variance", """
+    "variance of the scaled dot product": (
+        "dot_product_variance",
+        """
         def dot_product_variance(d_k_values, num_samples=20000, seed=0):
             g = torch.Generator().manual_seed(seed)
             out = []
@@ -14,8 +16,12 @@ BUGS = {
                 q, k = torch.randn(num_samples, d_k, generator=g), torch.randn(num_samples, d_k, generator=g)
                 out.append(((q * k).sum(dim=1) / math.sqrt(d_k)).var())
             return torch.stack(out)
-        """, {"test_dot_product_variance"}),
-    "variance of q . q": ("dot_product_variance", """
+        """,
+        {"test_dot_product_variance"},
+    ),
+    "variance of q . q": (
+        "dot_product_variance",
+        """
         def dot_product_variance(d_k_values, num_samples=20000, seed=0):
             g = torch.Generator().manual_seed(seed)
             out = []
@@ -23,8 +29,12 @@ BUGS = {
                 q = torch.randn(num_samples, d_k, generator=g)
                 out.append((q * q).sum(dim=1).var())
             return torch.stack(out)
-        """, {"test_dot_product_variance"}),
-    "variance over the wrong axis": ("dot_product_variance", """
+        """,
+        {"test_dot_product_variance"},
+    ),
+    "variance over the wrong axis": (
+        "dot_product_variance",
+        """
         def dot_product_variance(d_k_values, num_samples=20000, seed=0):
             g = torch.Generator().manual_seed(seed)
             out = []
@@ -32,8 +42,12 @@ BUGS = {
                 q, k = torch.randn(num_samples, d_k, generator=g), torch.randn(num_samples, d_k, generator=g)
                 out.append((q * k).var())
             return torch.stack(out)
-        """, {"test_dot_product_variance"}),
-    "uniform draws instead of normal": ("dot_product_variance", """
+        """,
+        {"test_dot_product_variance"},
+    ),
+    "uniform draws instead of normal": (
+        "dot_product_variance",
+        """
         def dot_product_variance(d_k_values, num_samples=20000, seed=0):
             g = torch.Generator().manual_seed(seed)
             out = []
@@ -41,60 +55,100 @@ BUGS = {
                 q, k = torch.rand(num_samples, d_k, generator=g), torch.rand(num_samples, d_k, generator=g)
                 out.append((q * k).sum(dim=1).var())
             return torch.stack(out)
-        """, {"test_dot_product_variance"}),
-    "ignores the seed": ("dot_product_variance", """
+        """,
+        {"test_dot_product_variance"},
+    ),
+    "ignores the seed": (
+        "dot_product_variance",
+        """
         def dot_product_variance(d_k_values, num_samples=20000, seed=0):
             out = []
             for d_k in d_k_values:
                 q, k = torch.randn(num_samples, d_k), torch.randn(num_samples, d_k)
                 out.append((q * k).sum(dim=1).var())
             return torch.stack(out)
-        """, {"test_dot_product_variance"}),
-    "scores divided by d_k": ("scaled_scores", """
+        """,
+        {"test_dot_product_variance"},
+    ),
+    "scores divided by d_k": (
+        "scaled_scores",
+        """
         def scaled_scores(q, k):
             return q @ k.transpose(-2, -1) / q.shape[-1]
-        """, {"test_scaled_scores"}),
-    "scores not scaled": ("scaled_scores", """
+        """,
+        {"test_scaled_scores"},
+    ),
+    "scores not scaled": (
+        "scaled_scores",
+        """
         def scaled_scores(q, k):
             return q @ k.transpose(-2, -1)
-        """, {"test_scaled_scores"}),
-    "scores transposed (k q^T)": ("scaled_scores", """
+        """,
+        {"test_scaled_scores"},
+    ),
+    "scores transposed (k q^T)": (
+        "scaled_scores",
+        """
         def scaled_scores(q, k):
             return k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])
-        """, {"test_scaled_scores"}),
-    "scores with .T (breaks batches)": ("scaled_scores", """
+        """,
+        {"test_scaled_scores"},
+    ),
+    "scores with .T (breaks batches)": (
+        "scaled_scores",
+        """
         def scaled_scores(q, k):
             return q @ k.T / math.sqrt(q.shape[-1])
-        """, {"test_scaled_scores"}),
-    "entropy without 0 log 0 = 0 (NaN when saturated)": ("saturation_stats", """
+        """,
+        {"test_scaled_scores"},
+    ),
+    "entropy without 0 log 0 = 0 (NaN when saturated)": (
+        "saturation_stats",
+        """
         def saturation_stats(q, k, scale=True):
             w = torch.softmax(scaled_scores(q, k) if scale else q @ k.T, dim=-1)
             jac = torch.diag_embed(w) - w[:, :, None] * w[:, None, :]
             return {"max_weight": w.amax(-1).median().item(), "entropy": (-(w * torch.log(w)).sum(-1)).median().item(),
                     "grad_norm": torch.linalg.matrix_norm(jac).median().item()}
-        """, {"test_saturation_stats"}),
-    "means instead of medians": ("saturation_stats", """
+        """,
+        {"test_saturation_stats"},
+    ),
+    "means instead of medians": (
+        "saturation_stats",
+        """
         def saturation_stats(q, k, scale=True):
             w = torch.softmax(scaled_scores(q, k) if scale else q @ k.T, dim=-1)
             jac = torch.diag_embed(w) - w[:, :, None] * w[:, None, :]
             return {"max_weight": w.amax(-1).mean().item(), "entropy": (-torch.special.xlogy(w, w).sum(-1)).mean().item(),
                     "grad_norm": torch.linalg.matrix_norm(jac).mean().item()}
-        """, {"test_saturation_stats"}),
-    "Jacobian without its diagonal": ("saturation_stats", """
+        """,
+        {"test_saturation_stats"},
+    ),
+    "Jacobian without its diagonal": (
+        "saturation_stats",
+        """
         def saturation_stats(q, k, scale=True):
             w = torch.softmax(scaled_scores(q, k) if scale else q @ k.T, dim=-1)
             jac = -w[:, :, None] * w[:, None, :]
             return {"max_weight": w.amax(-1).median().item(), "entropy": (-torch.special.xlogy(w, w).sum(-1)).median().item(),
                     "grad_norm": torch.linalg.matrix_norm(jac).median().item()}
-        """, {"test_saturation_stats"}),
-    "scale flag ignored": ("saturation_stats", """
+        """,
+        {"test_saturation_stats"},
+    ),
+    "scale flag ignored": (
+        "saturation_stats",
+        """
         def saturation_stats(q, k, scale=True):
             w = torch.softmax(scaled_scores(q, k), dim=-1)
             jac = torch.diag_embed(w) - w[:, :, None] * w[:, None, :]
             return {"max_weight": w.amax(-1).median().item(), "entropy": (-torch.special.xlogy(w, w).sum(-1)).median().item(),
                     "grad_norm": torch.linalg.matrix_norm(jac).median().item()}
-        """, {"test_saturation_stats"}),
-    "experiment scales both runs": ("scaling_experiment", """
+        """,
+        {"test_saturation_stats"},
+    ),
+    "experiment scales both runs": (
+        "scaling_experiment",
+        """
         def scaling_experiment(d_k_values, num_queries=200, num_keys=64, seed=0):
             g = torch.Generator().manual_seed(seed)
             table = {f"{s}_{m}": [] for m in ("scaled", "unscaled") for s in ("max_weight", "entropy", "grad_norm")}
@@ -104,8 +158,12 @@ BUGS = {
                     for stat, value in saturation_stats(q, k, scale=True).items():
                         table[f"{stat}_{mode}"].append(value)
             return {n: torch.tensor(v) for n, v in table.items()}
-        """, {"test_scaling_experiment"}),
-    "experiment divides by d_k": ("scaling_experiment", """
+        """,
+        {"test_scaling_experiment"},
+    ),
+    "experiment divides by d_k": (
+        "scaling_experiment",
+        """
         def scaling_experiment(d_k_values, num_queries=200, num_keys=64, seed=0):
             g = torch.Generator().manual_seed(seed)
             table = {f"{s}_{m}": [] for m in ("scaled", "unscaled") for s in ("max_weight", "entropy", "grad_norm")}
@@ -116,8 +174,12 @@ BUGS = {
                 for stat, value in saturation_stats(q, k, scale=False).items():
                     table[f"{stat}_unscaled"].append(value)
             return {n: torch.tensor(v) for n, v in table.items()}
-        """, {"test_scaling_experiment"}),
-    "experiment ignores num_keys and the seed": ("scaling_experiment", """
+        """,
+        {"test_scaling_experiment"},
+    ),
+    "experiment ignores num_keys and the seed": (
+        "scaling_experiment",
+        """
         def scaling_experiment(d_k_values, num_queries=200, num_keys=64, seed=0):
             table = {f"{s}_{m}": [] for m in ("scaled", "unscaled") for s in ("max_weight", "entropy", "grad_norm")}
             for d_k in d_k_values:
@@ -126,7 +188,9 @@ BUGS = {
                     for stat, value in saturation_stats(q, k, scale=scale).items():
                         table[f"{stat}_{mode}"].append(value)
             return {n: torch.tensor(v) for n, v in table.items()}
-        """, {"test_scaling_experiment"}),
+        """,
+        {"test_scaling_experiment"},
+    ),
 }
 
 ALTERNATIVES = {

@@ -6,85 +6,153 @@ from __future__ import annotations
 from qkv.grading.testing import check_spec
 
 BUGS = {
-    "dot scaled by d": ("dot_scores", """
+    "dot scaled by d": (
+        "dot_scores",
+        """
         def dot_scores(query, keys):
             return keys @ query / query.shape[0]
-        """, {"test_dot_scores"}),
-    "dot summed over the wrong axis": ("dot_scores", """
+        """,
+        {"test_dot_scores"},
+    ),
+    "dot summed over the wrong axis": (
+        "dot_scores",
+        """
         def dot_scores(query, keys):
             return (keys * query).sum(dim=0)
-        """, {"test_dot_scores"}),
-    "cosine without the query's norm": ("cosine_scores", """
+        """,
+        {"test_dot_scores"},
+    ),
+    "cosine without the query's norm": (
+        "cosine_scores",
+        """
         def cosine_scores(query, keys):
             return dot_scores(query, keys) / keys.norm(dim=1)
-        """, {"test_cosine_scores"}),
-    "cosine with squared norms": ("cosine_scores", """
+        """,
+        {"test_cosine_scores"},
+    ),
+    "cosine with squared norms": (
+        "cosine_scores",
+        """
         def cosine_scores(query, keys):
             return dot_scores(query, keys) / (keys.norm(dim=1) ** 2 * query.norm() ** 2)
-        """, {"test_cosine_scores"}),
-    "cosine calls torch's cosine_similarity": ("cosine_scores", """
+        """,
+        {"test_cosine_scores"},
+    ),
+    "cosine calls torch's cosine_similarity": (
+        "cosine_scores",
+        """
         import torch.nn.functional as F
         def cosine_scores(query, keys):
             return F.cosine_similarity(query[None, :], keys, dim=1)
-        """, {"test_cosine_scores"}),
-    "softmax without the max-subtraction (overflows)": ("stable_softmax", """
+        """,
+        {"test_cosine_scores"},
+    ),
+    "softmax without the max-subtraction (overflows)": (
+        "stable_softmax",
+        """
         def stable_softmax(scores):
             e = torch.exp(scores)
             return e / e.sum(dim=-1, keepdim=True)
-        """, {"test_stable_softmax"}),
-    "softmax over the first axis": ("stable_softmax", """
+        """,
+        {"test_stable_softmax"},
+    ),
+    "softmax over the first axis": (
+        "stable_softmax",
+        """
         def stable_softmax(scores):
             e = torch.exp(scores - scores.amax(dim=0, keepdim=True))
             return e / e.sum(dim=0, keepdim=True)
-        """, {"test_stable_softmax"}),
-    "softmax with one global maximum (underflows)": ("stable_softmax", """
+        """,
+        {"test_stable_softmax"},
+    ),
+    "softmax with one global maximum (underflows)": (
+        "stable_softmax",
+        """
         def stable_softmax(scores):
             e = torch.exp(scores - scores.max())
             return e / e.sum(dim=-1, keepdim=True)
-        """, {"test_stable_softmax"}),
-    "softmax subtracting the minimum": ("stable_softmax", """
+        """,
+        {"test_stable_softmax"},
+    ),
+    "softmax subtracting the minimum": (
+        "stable_softmax",
+        """
         def stable_softmax(scores):
             e = torch.exp(scores - scores.amin(dim=-1, keepdim=True))
             return e / e.sum(dim=-1, keepdim=True)
-        """, {"test_stable_softmax"}),
-    "softmax calls torch.softmax": ("stable_softmax", """
+        """,
+        {"test_stable_softmax"},
+    ),
+    "softmax calls torch.softmax": (
+        "stable_softmax",
+        """
         def stable_softmax(scores):
             return torch.softmax(scores, dim=-1)
-        """, {"test_stable_softmax"}),
-    "softmax as a method, imported under another name": ("stable_softmax", """
+        """,
+        {"test_stable_softmax"},
+    ),
+    "softmax as a method, imported under another name": (
+        "stable_softmax",
+        """
         from torch.nn.functional import softmax as normalise
         def stable_softmax(scores):
             return normalise(scores, -1)
-        """, {"test_stable_softmax"}),
-    "softmax through getattr": ("stable_softmax", """
+        """,
+        {"test_stable_softmax"},
+    ),
+    "softmax through getattr": (
+        "stable_softmax",
+        """
         def stable_softmax(scores):
             return getattr(scores, "soft" + "max")(-1)
-        """, {"test_stable_softmax"}),
-    "lookup multiplies by the temperature": ("soft_lookup", """
+        """,
+        {"test_stable_softmax"},
+    ),
+    "lookup multiplies by the temperature": (
+        "soft_lookup",
+        """
         def soft_lookup(query, keys, values, temperature=1.0):
             weights = stable_softmax(dot_scores(query, keys) * temperature)
             return weights @ values, weights
-        """, {"test_soft_lookup"}),
-    "lookup ignores the temperature": ("soft_lookup", """
+        """,
+        {"test_soft_lookup"},
+    ),
+    "lookup ignores the temperature": (
+        "soft_lookup",
+        """
         def soft_lookup(query, keys, values, temperature=1.0):
             weights = stable_softmax(dot_scores(query, keys))
             return weights @ values, weights
-        """, {"test_soft_lookup"}),
-    "lookup returns (weights, out)": ("soft_lookup", """
+        """,
+        {"test_soft_lookup"},
+    ),
+    "lookup returns (weights, out)": (
+        "soft_lookup",
+        """
         def soft_lookup(query, keys, values, temperature=1.0):
             weights = stable_softmax(dot_scores(query, keys) / temperature)
             return weights, weights @ values
-        """, {"test_soft_lookup"}),
-    "lookup with a default temperature of 0.5": ("soft_lookup", """
+        """,
+        {"test_soft_lookup"},
+    ),
+    "lookup with a default temperature of 0.5": (
+        "soft_lookup",
+        """
         def soft_lookup(query, keys, values, temperature=0.5):
             weights = stable_softmax(dot_scores(query, keys) / temperature)
             return weights @ values, weights
-        """, {"test_soft_lookup"}),
-    "lookup calls the library": ("soft_lookup", """
+        """,
+        {"test_soft_lookup"},
+    ),
+    "lookup calls the library": (
+        "soft_lookup",
+        """
         def soft_lookup(query, keys, values, temperature=1.0):
             weights = qkv.softmax(keys @ query / temperature)
             return weights @ values, weights
-        """, {"test_soft_lookup"}),
+        """,
+        {"test_soft_lookup"},
+    ),
 }
 
 ALTERNATIVES = {

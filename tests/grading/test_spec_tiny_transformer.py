@@ -13,56 +13,95 @@ BLOCK_HEAD = """
 """  # indented like the bodies below, which with_function dedents
 
 BUGS = {
-    "layer norm with the unbiased variance": ("layer_norm", """
+    "layer norm with the unbiased variance": (
+        "layer_norm",
+        """
         def layer_norm(x, gamma, beta, eps=1e-5):
             mu = x.mean(dim=-1, keepdim=True)
             return gamma * (x - mu) / torch.sqrt(x.var(dim=-1, keepdim=True) + eps) + beta
-        """, {"test_layer_norm"}),
-    "layer norm with eps outside the square root": ("layer_norm", """
+        """,
+        {"test_layer_norm"},
+    ),
+    "layer norm with eps outside the square root": (
+        "layer_norm",
+        """
         def layer_norm(x, gamma, beta, eps=1e-5):
             mu = x.mean(dim=-1, keepdim=True)
             var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)
             return gamma * (x - mu) / (torch.sqrt(var) + eps) + beta
-        """, {"test_layer_norm"}),
-    "layer norm over the first axis": ("layer_norm", """
+        """,
+        {"test_layer_norm"},
+    ),
+    "layer norm over the first axis": (
+        "layer_norm",
+        """
         def layer_norm(x, gamma, beta, eps=1e-5):
             mu = x.mean(dim=0, keepdim=True)
             var = ((x - mu) ** 2).mean(dim=0, keepdim=True)
             return gamma * (x - mu) / torch.sqrt(var + eps) + beta
-        """, {"test_layer_norm"}),
-    "layer norm through F.layer_norm": ("layer_norm", """
+        """,
+        {"test_layer_norm"},
+    ),
+    "layer norm through F.layer_norm": (
+        "layer_norm",
+        """
         def layer_norm(x, gamma, beta, eps=1e-5):
             return F.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
-        """, {"test_layer_norm"}),
-    "block in post-norm order": ("encoder_block", BLOCK_HEAD + """
+        """,
+        {"test_layer_norm"},
+    ),
+    "block in post-norm order": (
+        "encoder_block",
+        BLOCK_HEAD
+        + """
             q, k, v = (qkv.split_heads(linear(x, f"self_attn.{n}_proj"), num_heads) for n in "qkv")
             x = layer_norm(x + linear(qkv.merge_heads(qkv.scaled_dot_product_attention(q, k, v, mask)), "self_attn.out_proj"),
                            p["norm1.weight"], p["norm1.bias"])
             return layer_norm(x + linear(torch.relu(linear(x, "linear1")), "linear2"), p["norm2.weight"], p["norm2.bias"])
-        """, {"test_encoder_block"}),
-    "block adds the residual to the normalised x": ("encoder_block", BLOCK_HEAD + """
+        """,
+        {"test_encoder_block"},
+    ),
+    "block adds the residual to the normalised x": (
+        "encoder_block",
+        BLOCK_HEAD
+        + """
             h = layer_norm(x, p["norm1.weight"], p["norm1.bias"])
             q, k, v = (qkv.split_heads(linear(h, f"self_attn.{n}_proj"), num_heads) for n in "qkv")
             x = h + linear(qkv.merge_heads(qkv.scaled_dot_product_attention(q, k, v, mask)), "self_attn.out_proj")
             h = layer_norm(x, p["norm2.weight"], p["norm2.bias"])
             return h + linear(torch.relu(linear(h, "linear1")), "linear2")
-        """, {"test_encoder_block"}),
-    "block ignores the mask": ("encoder_block", BLOCK_HEAD + """
+        """,
+        {"test_encoder_block"},
+    ),
+    "block ignores the mask": (
+        "encoder_block",
+        BLOCK_HEAD
+        + """
             h = layer_norm(x, p["norm1.weight"], p["norm1.bias"])
             q, k, v = (qkv.split_heads(linear(h, f"self_attn.{n}_proj"), num_heads) for n in "qkv")
             x = x + linear(qkv.merge_heads(qkv.scaled_dot_product_attention(q, k, v)), "self_attn.out_proj")
             h = layer_norm(x, p["norm2.weight"], p["norm2.bias"])
             return x + linear(torch.relu(linear(h, "linear1")), "linear2")
-        """, {"test_encoder_block"}),
-    "block with the mask inverted": ("encoder_block", BLOCK_HEAD + """
+        """,
+        {"test_encoder_block"},
+    ),
+    "block with the mask inverted": (
+        "encoder_block",
+        BLOCK_HEAD
+        + """
             h = layer_norm(x, p["norm1.weight"], p["norm1.bias"])
             q, k, v = (qkv.split_heads(linear(h, f"self_attn.{n}_proj"), num_heads) for n in "qkv")
             m = None if mask is None else ~mask
             x = x + linear(qkv.merge_heads(qkv.scaled_dot_product_attention(q, k, v, m)), "self_attn.out_proj")
             h = layer_norm(x, p["norm2.weight"], p["norm2.bias"])
             return x + linear(torch.relu(linear(h, "linear1")), "linear2")
-        """, {"test_encoder_block"}),
-    "block splits heads by a reshape without the transpose": ("encoder_block", BLOCK_HEAD + """
+        """,
+        {"test_encoder_block"},
+    ),
+    "block splits heads by a reshape without the transpose": (
+        "encoder_block",
+        BLOCK_HEAD
+        + """
             B, L, d_model = x.shape
             split = lambda t: t.reshape(B, num_heads, L, d_model // num_heads)
             h = layer_norm(x, p["norm1.weight"], p["norm1.bias"])
@@ -71,45 +110,70 @@ BUGS = {
             x = x + linear(out, "self_attn.out_proj")
             h = layer_norm(x, p["norm2.weight"], p["norm2.bias"])
             return x + linear(torch.relu(linear(h, "linear1")), "linear2")
-        """, {"test_encoder_block"}),
-    "block attention not scaled by sqrt(d_k)": ("encoder_block", BLOCK_HEAD + """
+        """,
+        {"test_encoder_block"},
+    ),
+    "block attention not scaled by sqrt(d_k)": (
+        "encoder_block",
+        BLOCK_HEAD
+        + """
             h = layer_norm(x, p["norm1.weight"], p["norm1.bias"])
             q, k, v = (qkv.split_heads(linear(h, f"self_attn.{n}_proj"), num_heads) for n in "qkv")
             out = qkv.scaled_dot_product_attention(q, k, v, mask, scale=1.0)
             x = x + linear(qkv.merge_heads(out), "self_attn.out_proj")
             h = layer_norm(x, p["norm2.weight"], p["norm2.bias"])
             return x + linear(torch.relu(linear(h, "linear1")), "linear2")
-        """, {"test_encoder_block"}),
-    "block through the library's encoder layer": ("encoder_block", """
+        """,
+        {"test_encoder_block"},
+    ),
+    "block through the library's encoder layer": (
+        "encoder_block",
+        """
         def encoder_block(x, p, num_heads, mask=None):
             layer = qkv.TransformerEncoderLayer(x.shape[-1], num_heads, p["linear1.weight"].shape[0])
             layer.load_state_dict(p)
             return layer(x, mask=mask)[0]
-        """, {"test_encoder_block"}),
-    "model without the positional encoding": ("tiny_forward", """
+        """,
+        {"test_encoder_block"},
+    ),
+    "model without the positional encoding": (
+        "tiny_forward",
+        """
         def tiny_forward(tokens, p, num_heads, mask=None):
             h = p["embed.weight"][tokens]
             for l in range(count_layers(p)):
                 h = encoder_block(h, block_params(p, l), num_heads, mask)
             h = layer_norm(h, p["final_norm.weight"], p["final_norm.bias"])
             return h @ p["head.weight"].T + p["head.bias"]
-        """, {"test_tiny_forward", "test_train_reversal"}),
-    "model without the final layer norm": ("tiny_forward", """
+        """,
+        {"test_tiny_forward", "test_train_reversal"},
+    ),
+    "model without the final layer norm": (
+        "tiny_forward",
+        """
         def tiny_forward(tokens, p, num_heads, mask=None):
             h = p["embed.weight"][tokens] + qkv.sinusoidal_positional_encoding(tokens.shape[1], p["embed.weight"].shape[1])
             for l in range(count_layers(p)):
                 h = encoder_block(h, block_params(p, l), num_heads, mask)
             return h @ p["head.weight"].T + p["head.bias"]
-        """, {"test_tiny_forward"}),
-    "model does not pass the mask on": ("tiny_forward", """
+        """,
+        {"test_tiny_forward"},
+    ),
+    "model does not pass the mask on": (
+        "tiny_forward",
+        """
         def tiny_forward(tokens, p, num_heads, mask=None):
             h = p["embed.weight"][tokens] + qkv.sinusoidal_positional_encoding(tokens.shape[1], p["embed.weight"].shape[1])
             for l in range(count_layers(p)):
                 h = encoder_block(h, block_params(p, l), num_heads)
             h = layer_norm(h, p["final_norm.weight"], p["final_norm.bias"])
             return h @ p["head.weight"].T + p["head.bias"]
-        """, {"test_tiny_forward"}),
-    "training with a causal mask": ("train_reversal", """
+        """,
+        {"test_tiny_forward"},
+    ),
+    "training with a causal mask": (
+        "train_reversal",
+        """
         def train_reversal(p, num_heads, seq_len, steps, lr=1e-2, batch_size=64, seed=0):
             opt = torch.optim.Adam([t.requires_grad_(True) for t in p.values()], lr=lr)
             g = torch.Generator().manual_seed(seed)
@@ -123,8 +187,12 @@ BUGS = {
                 opt.step()
                 losses.append(loss.item())
             return losses
-        """, {"test_train_reversal"}),
-    "training with targets in another order than the logits": ("train_reversal", """
+        """,
+        {"test_train_reversal"},
+    ),
+    "training with targets in another order than the logits": (
+        "train_reversal",
+        """
         def train_reversal(p, num_heads, seq_len, steps, lr=1e-2, batch_size=64, seed=0):
             opt = torch.optim.Adam([t.requires_grad_(True) for t in p.values()], lr=lr)
             g = torch.Generator().manual_seed(seed)
@@ -138,8 +206,12 @@ BUGS = {
                 opt.step()
                 losses.append(loss.item())
             return losses
-        """, {"test_train_reversal"}),
-    "training without the optimiser step": ("train_reversal", """
+        """,
+        {"test_train_reversal"},
+    ),
+    "training without the optimiser step": (
+        "train_reversal",
+        """
         def train_reversal(p, num_heads, seq_len, steps, lr=1e-2, batch_size=64, seed=0):
             params = [t.requires_grad_(True) for t in p.values()]
             g = torch.Generator().manual_seed(seed)
@@ -151,7 +223,9 @@ BUGS = {
                 loss.backward()
                 losses.append(loss.item())
             return losses
-        """, {"test_train_reversal"}),
+        """,
+        {"test_train_reversal"},
+    ),
 }
 
 ALTERNATIVES = {

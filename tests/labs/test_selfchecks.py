@@ -107,7 +107,7 @@ GRADER_ONLY = {
     ("conv_attention", "conv1d calls F.conv1d"), ("conv_attention", "conv2d through unfold"),
     ("tiny_transformer", "layer norm through F.layer_norm"),
     ("tiny_transformer", "block through the library's encoder layer"),
-}  # fmt: skip
+}
 
 # (lab, mistake) -> the phrase of the message that names the step (the failing cell is checked separately).
 MESSAGE = {

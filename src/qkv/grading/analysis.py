@@ -27,14 +27,53 @@ from dataclasses import dataclass, field
 
 # Anywhere in a submission: ways to define or rebind code the grader cannot read, or to reach into the runtime.
 GLOBAL_HATCH_NAMES = {"exec", "eval", "compile", "globals", "__import__", "breakpoint", "vars", "locals"}
-GLOBAL_HATCH_MODULES = {"gc", "ctypes", "importlib", "builtins", "inspect", "marshal", "cffi", "pickle", "dill",
-                        "__main__", "runpy", "subprocess", "multiprocessing"}  # fmt: skip
+GLOBAL_HATCH_MODULES = {
+    "gc",
+    "ctypes",
+    "importlib",
+    "builtins",
+    "inspect",
+    "marshal",
+    "cffi",
+    "pickle",
+    "dill",
+    "__main__",
+    "runpy",
+    "subprocess",
+    "multiprocessing",
+}
 GLOBAL_HATCH_ATTRS = {
-    "__closure__", "__code__", "__globals__", "__wrapped__", "__builtins__", "__dict__", "__subclasses__",
-    "__bases__", "__base__", "__mro__", "__getattribute__", "__reduce__", "__reduce_ex__", "_getframe", "settrace",
-    "setprofile", "f_globals", "f_locals", "f_back", "tb_frame", "gi_frame", "cr_frame", "co_consts",
-    "cell_contents", "_C", "_VariableFunctions", "aten", "_ops", "__self__", "__func__",
-}  # fmt: skip
+    "__closure__",
+    "__code__",
+    "__globals__",
+    "__wrapped__",
+    "__builtins__",
+    "__dict__",
+    "__subclasses__",
+    "__bases__",
+    "__base__",
+    "__mro__",
+    "__getattribute__",
+    "__reduce__",
+    "__reduce_ex__",
+    "_getframe",
+    "settrace",
+    "setprofile",
+    "f_globals",
+    "f_locals",
+    "f_back",
+    "tb_frame",
+    "gi_frame",
+    "cr_frame",
+    "co_consts",
+    "cell_contents",
+    "_C",
+    "_VariableFunctions",
+    "aten",
+    "_ops",
+    "__self__",
+    "__func__",
+}
 # Inside the code of a graded name: also dynamic attribute access to a module (see ``_dynamic_attrs``).
 DYNAMIC_ATTR = {"getattr", "setattr", "delattr", "hasattr"}
 
@@ -168,17 +207,24 @@ def _hatches(node: ast.AST, names: set[str]) -> set[str]:
             found.add(f"{sub.id}()")
         elif isinstance(sub, ast.Attribute) and sub.attr in GLOBAL_HATCH_ATTRS:
             found.add(f".{sub.attr}")
-        elif isinstance(sub, ast.Attribute) and sub.attr == "modules" and isinstance(sub.value, ast.Name) and sub.value.id == "sys":
+        elif (
+            isinstance(sub, ast.Attribute)
+            and sub.attr == "modules"
+            and isinstance(sub.value, ast.Name)
+            and sub.value.id == "sys"
+        ):
             found.add("sys.modules")
         elif isinstance(sub, (ast.Import, ast.ImportFrom)):
             mods = [a.name for a in sub.names] if isinstance(sub, ast.Import) else [sub.module or ""]
             for m in mods:
-                if m.split(".")[0] in GLOBAL_HATCH_MODULES or m == "sys" and isinstance(sub, ast.ImportFrom):
+                if m.split(".")[0] in GLOBAL_HATCH_MODULES or (m == "sys" and isinstance(sub, ast.ImportFrom)):
                     found.add(f"import {m}")
     return found
 
 
-def analyse(cells: list[str], function: str, forbid: tuple[str, ...] | list[str], trusted: set[str] = frozenset()) -> Finding:
+def analyse(
+    cells: list[str], function: str, forbid: tuple[str, ...] | list[str], trusted: set[str] = frozenset()
+) -> Finding:
     """What the grader can see, statically, of how the submission defines ``function``.
 
     ``trusted``: sources (stripped) of the released lab's cells; a cell equal to one of them is the lab's, not
@@ -226,7 +272,7 @@ def analyse(cells: list[str], function: str, forbid: tuple[str, ...] | list[str]
         if id(stmt) not in own:
             continue
         imports = _import_paths(stmt)
-        for local, path in imports.items():
+        for path in imports.values():
             if path in paths or any(path.endswith("." + k) or path == k for k in last):
                 forbidden.add(path)
         for sub in ast.walk(stmt):

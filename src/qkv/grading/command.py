@@ -17,21 +17,42 @@ __all__ = ["add_parsers"]
 
 
 def add_parsers(sub) -> None:
-    p = sub.add_parser("grade", help="grade students' notebooks of one lab in a sandbox (grades.csv, feedback, summary)")
+    p = sub.add_parser(
+        "grade", help="grade students' notebooks of one lab in a sandbox (grades.csv, feedback, summary)"
+    )
     p.add_argument("lab", help="lab id, e.g. soft_lookup (looked up under solutions/ of --course)")
-    p.add_argument("submissions", type=Path, help="folder of <student>.ipynb or <student>/…/*.ipynb (a notebook with --gradescope)")
-    p.add_argument("--out", type=Path, required=True, help="output folder (grades.csv, feedback/, manual/, summary.html)")
+    p.add_argument(
+        "submissions", type=Path, help="folder of <student>.ipynb or <student>/…/*.ipynb (a notebook with --gradescope)"
+    )
+    p.add_argument(
+        "--out", type=Path, required=True, help="output folder (grades.csv, feedback/, manual/, summary.html)"
+    )
     p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
-    p.add_argument("--jobs", type=int, default=default_jobs(), help="submissions graded in parallel (default: every core)")
+    p.add_argument(
+        "--jobs", type=int, default=default_jobs(), help="submissions graded in parallel (default: every core)"
+    )
     p.add_argument("--timeout", type=float, default=120.0, help="wall-clock seconds per submission (default 120)")
-    p.add_argument("--call-timeout", type=float, default=None,
-                   help="CPU seconds one cell or one call of a graded function may use (default: --timeout / 8); "
-                        "a function that loops loses only the items that call it")  # fmt: skip
+    p.add_argument(
+        "--call-timeout",
+        type=float,
+        default=None,
+        help="CPU seconds one cell or one call of a graded function may use (default: --timeout / 8); "
+        "a function that loops loses only the items that call it",
+    )
     p.add_argument("--memory", type=int, default=4096, help="memory per submission in MB (default 4096)")
     p.add_argument("--fresh", action="store_true", help="forget earlier results in --out and draw a new seed")
-    p.add_argument("--seed", type=int, default=None, help="the inputs' seed for a new --out (default: random, recorded in run.json)")
-    p.add_argument("--no-sandbox", action="store_true", help="run without bubblewrap (resource limits and a separate uid only)")
-    p.add_argument("--gradescope", action="store_true", help="grade one submission and write Gradescope's results.json into --out")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=None,
+        help="the inputs' seed for a new --out (default: random, recorded in run.json)",
+    )
+    p.add_argument(
+        "--no-sandbox", action="store_true", help="run without bubblewrap (resource limits and a separate uid only)"
+    )
+    p.add_argument(
+        "--gradescope", action="store_true", help="grade one submission and write Gradescope's results.json into --out"
+    )
     p.add_argument("--quiet", action="store_true", help="print only warnings and errors")
     p.set_defaults(func=_grade)
 
@@ -39,7 +60,9 @@ def add_parsers(sub) -> None:
     p.add_argument("lab", help="lab id, e.g. soft_lookup")
     p.add_argument("--out", type=Path, default=None, help="zip to write (default: <lab>-gradescope.zip)")
     p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
-    p.add_argument("--timeout", type=float, default=300.0, help="wall-clock seconds per submission on Gradescope (default 300)")
+    p.add_argument(
+        "--timeout", type=float, default=300.0, help="wall-clock seconds per submission on Gradescope (default 300)"
+    )
     p.add_argument("--memory", type=int, default=512, help="memory in MB for a submission's own code (default 512)")
     p.set_defaults(func=_bundle)
 
@@ -54,17 +77,31 @@ def _grade(args: argparse.Namespace) -> int:
         if args.gradescope:
             return _gradescope(args, log)
         if args.no_sandbox:
-            _warn("--no-sandbox: submissions run WITHOUT bubblewrap; they can read files and use the network "
-                  "as an unprivileged user (or as you, when not root). Use it only for notebooks you trust.")  # fmt: skip
-        results = run_batch(args.lab, args.submissions, args.out, course=args.course, jobs=args.jobs,
-                            timeout=args.timeout, memory=args.memory, fresh=args.fresh,
-                            use_sandbox=not args.no_sandbox, seed=args.seed, call_timeout=args.call_timeout,
-                            log=log)  # fmt: skip
+            _warn(
+                "--no-sandbox: submissions run WITHOUT bubblewrap; they can read files and use the network "
+                "as an unprivileged user (or as you, when not root). Use it only for notebooks you trust."
+            )
+        results = run_batch(
+            args.lab,
+            args.submissions,
+            args.out,
+            course=args.course,
+            jobs=args.jobs,
+            timeout=args.timeout,
+            memory=args.memory,
+            fresh=args.fresh,
+            use_sandbox=not args.no_sandbox,
+            seed=args.seed,
+            call_timeout=args.call_timeout,
+            log=log,
+        )
     except GradeError as err:
         print(f"qkv grade: error: {err}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("qkv grade: interrupted; the results so far are kept: run the same command again to resume", file=sys.stderr)
+        print(
+            "qkv grade: interrupted; the results so far are kept: run the same command again to resume", file=sys.stderr
+        )
         return 130
     log(f"{len(results)} students graded into {args.out}: grades.csv, feedback/, manual/, summary.html")
     return 0
@@ -94,13 +131,28 @@ def _gradescope(args: argparse.Namespace, log) -> int:
             shutil.copy(src, subs / f"{lab.lab}.ipynb")
         else:
             for p in src.rglob("*.ipynb"):
-                if not any(part.startswith(".") for part in p.relative_to(src).parts) and p.is_file() and not p.is_symlink():
+                if (
+                    not any(part.startswith(".") for part in p.relative_to(src).parts)
+                    and p.is_file()
+                    and not p.is_symlink()
+                ):
                     dest = subs / p.relative_to(src)
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy(p, dest)
-        results = run_batch(args.lab, subs.parent, Path(tmp) / "out", course=args.course, jobs=1,
-                            timeout=args.timeout, memory=args.memory, fresh=True, use_sandbox=use_sandbox,
-                            seed=args.seed, call_timeout=args.call_timeout, log=log)  # fmt: skip
+        results = run_batch(
+            args.lab,
+            subs.parent,
+            Path(tmp) / "out",
+            course=args.course,
+            jobs=1,
+            timeout=args.timeout,
+            memory=args.memory,
+            fresh=True,
+            use_sandbox=use_sandbox,
+            seed=args.seed,
+            call_timeout=args.call_timeout,
+            log=log,
+        )
     from .reports import gradescope_json
 
     write_atomic(args.out / "results.json", gradescope_json(results[0], lab, note))
@@ -112,8 +164,13 @@ def _bundle(args: argparse.Namespace) -> int:
     from .gradescope import build_bundle
 
     try:
-        path = build_bundle(args.lab, args.course, args.out or Path(f"{args.lab}-gradescope.zip"),
-                            timeout=args.timeout, memory=args.memory)  # fmt: skip
+        path = build_bundle(
+            args.lab,
+            args.course,
+            args.out or Path(f"{args.lab}-gradescope.zip"),
+            timeout=args.timeout,
+            memory=args.memory,
+        )
     except GradeError as err:
         print(f"qkv gradescope-bundle: error: {err}", file=sys.stderr)
         return 2

@@ -18,7 +18,6 @@ import struct
 import sys
 import tempfile
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -64,8 +63,14 @@ def load_lab(lab: str, course: Path) -> Lab:
     course = Path(course)
     solution = course / "solutions" / lab / f"{lab}.ipynb"
     if not solution.is_file():
-        known = sorted(p.name for p in (course / "solutions").glob("*") if p.is_dir()) if (course / "solutions").is_dir() else []
-        raise GradeError(f"unknown lab {lab!r}: no {solution} (labs here: {', '.join(known) or 'none'}; --course sets the course folder)")
+        known = (
+            sorted(p.name for p in (course / "solutions").glob("*") if p.is_dir())
+            if (course / "solutions").is_dir()
+            else []
+        )
+        raise GradeError(
+            f"unknown lab {lab!r}: no {solution} (labs here: {', '.join(known) or 'none'}; --course sets the course folder)"
+        )
     try:
         spec = load_spec(lab)
     except LookupError as err:
@@ -89,7 +94,9 @@ def load_lab(lab: str, course: Path) -> Lab:
         raise GradeError(f"the spec of {lab} grades {spec_ids} but the notebook's graded cells are {order}")
     for i in spec.items:
         if float(i.points) != points[i.grade_id]:
-            raise GradeError(f"{lab}: {i.grade_id} is worth {points[i.grade_id]} points in the notebook, {i.points} in the spec")
+            raise GradeError(
+                f"{lab}: {i.grade_id} is worth {points[i.grade_id]} points in the notebook, {i.points} in the spec"
+            )
     released = _released_cells(course, lab) or locked
     others = {other: cells for other in _lab_ids(course) if other != lab and (cells := _released_cells(course, other))}
     return Lab(lab, spec, order, prompts, locked, solution, released, others)
@@ -162,7 +169,9 @@ def discover(root: Path, lab: str) -> list[Entry]:
     entries = []
     for student in sorted(set(files) | set(dirs)):
         if student in files and student in dirs:
-            entries.append(Entry(student, None, "duplicate", f"both {student}.ipynb and a folder {student}/ were submitted"))
+            entries.append(
+                Entry(student, None, "duplicate", f"both {student}.ipynb and a folder {student}/ were submitted")
+            )
             continue
         if student in files:
             p = files[student]
@@ -180,7 +189,9 @@ def discover(root: Path, lab: str) -> list[Entry]:
         elif not nbs:
             entries.append(Entry(student, None, "malformed", "no notebook (.ipynb) in the submission folder"))
         else:
-            entries.append(Entry(student, None, "ambiguous", f"{len(nbs)} notebooks and no single {lab}.ipynb among them"))
+            entries.append(
+                Entry(student, None, "ambiguous", f"{len(nbs)} notebooks and no single {lab}.ipynb among them")
+            )
     return entries
 
 
@@ -247,7 +258,11 @@ def _decode(obj, depth: int = 0):
             raise ValueError("bad list")
         return [_decode(v, depth + 1) for v in obj["list"]]
     shape = obj.get("shape")
-    if not isinstance(shape, list) or len(shape) > 8 or not all(isinstance(n, int) and 0 <= n <= MAX_LEAF for n in shape):
+    if (
+        not isinstance(shape, list)
+        or len(shape) > 8
+        or not all(isinstance(n, int) and 0 <= n <= MAX_LEAF for n in shape)
+    ):
         raise ValueError("bad shape")
     size = int(np.prod(shape)) if shape else 1
     data = obj.get("data")
@@ -303,7 +318,11 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
             if "error" in m:
                 err = str(m["error"])[:400]
                 if m.get("slow"):
-                    why = f"{m['slow'][:80]} ran past the time limit" if isinstance(m["slow"], str) else err.removeprefix("TimeLimit: ")
+                    why = (
+                        f"{m['slow'][:80]} ran past the time limit"
+                        if isinstance(m["slow"], str)
+                        else err.removeprefix("TimeLimit: ")
+                    )
                     fails.append((what, f"your code ran past the time limit of one call (an endless loop?): {why}"))
                 elif m.get("forbidden") or err.startswith("ForbiddenCall"):
                     fails.append((what, "your code called a function this exercise forbids"))
@@ -332,19 +351,31 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
         forbidden = sorted(set(found.forbidden) | tripped.get(item.grade_id, set()))
         cheat = []
         if found.missing:
-            cheat.append(f"no definition of {item.function} was found in your notebook (define it with `def` or `class`)")
+            cheat.append(
+                f"no definition of {item.function} was found in your notebook (define it with `def` or `class`)"
+            )
         if forbidden:
             cheat.append(f"uses {', '.join(forbidden)}, which this exercise forbids (it would do the work for you)")
         if found.hatches:
-            cheat.append(f"your notebook uses {', '.join(found.hatches)}, which can get around the grader's checks "
-                         "(write the code plainly)")  # fmt: skip
+            cheat.append(
+                f"your notebook uses {', '.join(found.hatches)}, which can get around the grader's checks "
+                "(write the code plainly)"
+            )
         ok = failed == 0 and not cheat
         if ok:
             lines = [f"passed all {_plural(len(p.cases), 'check')}"]
         else:
-            head = f"failed {failed} of {_plural(len(p.cases), 'check')}" if failed else f"passed all {_plural(len(p.cases), 'check')}, but:"
+            head = (
+                f"failed {failed} of {_plural(len(p.cases), 'check')}"
+                if failed
+                else f"passed all {_plural(len(p.cases), 'check')}, but:"
+            )
             lines = [head] + [f"0 points: {c}" for c in cheat] + lines
-        results[item.grade_id] = {"points": float(item.points) if ok else 0.0, "max": float(item.points), "lines": lines}
+        results[item.grade_id] = {
+            "points": float(item.points) if ok else 0.0,
+            "max": float(item.points),
+            "lines": lines,
+        }
     return results
 
 
@@ -370,11 +401,17 @@ def status_of(header: dict, msgs: list[dict]) -> tuple[str, str]:
     sig = header.get("signal")
     stopped = _cell_no(msgs, "stopped")
     if stopped is not None:
-        return "timeout", (f"code cell {stopped} was still running at its time limit (an endless loop at the top "
-                           "level of the cell?); the notebook stopped there")  # fmt: skip
+        return "timeout", (
+            f"code cell {stopped} was still running at its time limit (an endless loop at the top "
+            "level of the cell?); the notebook stopped there"
+        )
     if state == "timeout" or sig == 24:  # SIGXCPU: the CPU-time limit
         at = _cell_no(msgs, "at")
-        where = f" (it was running code cell {at})" if at is not None and not any(m.get("t") == "done" for m in msgs) else ""
+        where = (
+            f" (it was running code cell {at})"
+            if at is not None and not any(m.get("t") == "done" for m in msgs)
+            else ""
+        )
         return "timeout", f"the notebook was still running at the time limit{where} (an endless loop?)"
     if any(m.get("t") == "memory" for m in msgs):
         return "memory", "some code asked for more memory than a submission may use"
@@ -387,14 +424,24 @@ def status_of(header: dict, msgs: list[dict]) -> tuple[str, str]:
         return "crashed", f"the notebook's process ended early ({how})"
     slow = slow_functions(msgs)
     if slow:
-        return "graded", (f"{', '.join(slow)} ran past the time limit of one call (an endless loop?) and was "
-                          "stopped; only the items that call it lost points")  # fmt: skip
+        return "graded", (
+            f"{', '.join(slow)} ran past the time limit of one call (an endless loop?) and was "
+            "stopped; only the items that call it lost points"
+        )
     return "graded", ""
 
 
 def grade_entry(entry: Entry, lab: Lab, prepared: list[Prepared], worker: sandbox.Worker | None, opts: dict) -> dict:
-    res: dict = {"student": entry.student, "status": entry.status, "note": entry.note, "items": {}, "answers": {},
-                 "cell_errors": [], "sha256": None, "wall": 0.0}  # fmt: skip
+    res: dict = {
+        "student": entry.student,
+        "status": entry.status,
+        "note": entry.note,
+        "items": {},
+        "answers": {},
+        "cell_errors": [],
+        "sha256": None,
+        "wall": 0.0,
+    }
     if entry.status:
         return res
     data = entry.path.read_bytes()  # type: ignore[union-attr]
@@ -413,11 +460,23 @@ def grade_entry(entry: Entry, lab: Lab, prepared: list[Prepared], worker: sandbo
     code = [c["source"] for c in cells if c["type"] == "code"]
     own = [src.strip() not in lab.released for src in code]  # the cells the student wrote or changed
     job = {
-        "cells": code, "own": own, "timeout": opts["timeout"], "memory_mb": opts["memory"],
+        "cells": code,
+        "own": own,
+        "timeout": opts["timeout"],
+        "memory_mb": opts["memory"],
         "call_timeout": opts.get("call_timeout") or opts["timeout"] / CALL_SHARE,
-        "items": [{"grade_id": p.item.grade_id, "function": p.item.function, "forbid": list(p.item.forbid),
-                   "call": p.item.call_source(), "call_name": getattr(p.item.call, "__name__", None), "cases": [(c.args, c.kwargs) for c in p.cases]} for p in prepared],
-    }  # fmt: skip
+        "items": [
+            {
+                "grade_id": p.item.grade_id,
+                "function": p.item.function,
+                "forbid": list(p.item.forbid),
+                "call": p.item.call_source(),
+                "call_name": getattr(p.item.call, "__name__", None),
+                "cases": [(c.args, c.kwargs) for c in p.cases],
+            }
+            for p in prepared
+        ],
+    }
     assert worker is not None
     header, raw = worker.run(job)
     msgs = read_messages(raw)
@@ -425,9 +484,10 @@ def grade_entry(entry: Entry, lab: Lab, prepared: list[Prepared], worker: sandbo
     res.update(status=status, note=note, wall=header.get("wall", 0.0))
     res["items"] = score(prepared, msgs, code, lab.released)
     res["cell_errors"] = [  # only the student's own code: the lab's unchanged cells are not theirs to fix
-        f"code cell {m['i'] + 1}: {str(m.get('error'))[:300]}" for m in msgs
+        f"code cell {m['i'] + 1}: {str(m.get('error'))[:300]}"
+        for m in msgs
         if m.get("t") == "cell" and isinstance(m.get("i"), int) and 0 <= m["i"] < len(code) and own[m["i"]]
-    ][:20]  # fmt: skip
+    ][:20]
     return res
 
 
@@ -460,9 +520,21 @@ def _cache_key(student: str, sha: str, seed: int, fingerprint: str) -> str:
     return hashlib.sha256(f"{student}\0{sha}\0{seed}\0{fingerprint}".encode()).hexdigest()
 
 
-def run_batch(lab_id: str, submissions: Path, out: Path, *, course: Path = Path("."), jobs: int | None = None,
-              timeout: float = 120.0, memory: int = 4096, fresh: bool = False, use_sandbox: bool = True,
-              seed: int | None = None, call_timeout: float | None = None, log=print) -> list[dict]:  # fmt: skip
+def run_batch(
+    lab_id: str,
+    submissions: Path,
+    out: Path,
+    *,
+    course: Path = Path("."),
+    jobs: int | None = None,
+    timeout: float = 120.0,
+    memory: int = 4096,
+    fresh: bool = False,
+    use_sandbox: bool = True,
+    seed: int | None = None,
+    call_timeout: float | None = None,
+    log=print,
+) -> list[dict]:
     """Grade every student under ``submissions`` into ``out``; returns the results, sorted by student.
 
     ``timeout``: wall-clock seconds per submission; ``call_timeout``: CPU seconds one cell or one graded call
@@ -478,8 +550,10 @@ def run_batch(lab_id: str, submissions: Path, out: Path, *, course: Path = Path(
         if not ok:
             raise GradeError(f"bubblewrap cannot create its sandbox here ({why}). " + sandbox.BWRAP_HINT)
     elif os.geteuid() == 0 and sandbox.private_runtime_dirs():
-        log(f"note: without bubblewrap, submissions run as uid {sandbox.uid_base()}+ and cannot enter "
-            f"{', '.join(sandbox.private_runtime_dirs())}: they can import only the modules preloaded by the grader")
+        log(
+            f"note: without bubblewrap, submissions run as uid {sandbox.uid_base()}+ and cannot enter "
+            f"{', '.join(sandbox.private_runtime_dirs())}: they can import only the modules preloaded by the grader"
+        )
     if fresh and out.exists():
         shutil.rmtree(out / "results", ignore_errors=True)
         (out / "run.json").unlink(missing_ok=True)
@@ -488,15 +562,24 @@ def run_batch(lab_id: str, submissions: Path, out: Path, *, course: Path = Path(
     if run_file.exists():
         run = json.loads(run_file.read_text())
         if run.get("lab") != lab_id:
-            raise GradeError(f"{out} holds grades of lab {run.get('lab')!r}; use another --out, or --fresh to start over")
+            raise GradeError(
+                f"{out} holds grades of lab {run.get('lab')!r}; use another --out, or --fresh to start over"
+            )
         if seed is not None and seed != run.get("seed"):
             raise GradeError(f"{out} was graded with seed {run.get('seed')}; use --fresh to change it")
         seed = int(run["seed"])
     else:
         seed = secrets.randbits(31) if seed is None else int(seed)
-    run = {"lab": lab_id, "seed": seed, "spec_sha256": fingerprint, "sandbox": "bubblewrap" if use_sandbox else "none",
-           "timeout": timeout, "call_timeout": call_timeout or timeout / CALL_SHARE, "memory_mb": memory,
-           "students": len(entries)}  # fmt: skip
+    run = {
+        "lab": lab_id,
+        "seed": seed,
+        "spec_sha256": fingerprint,
+        "sandbox": "bubblewrap" if use_sandbox else "none",
+        "timeout": timeout,
+        "call_timeout": call_timeout or timeout / CALL_SHARE,
+        "memory_mb": memory,
+        "students": len(entries),
+    }
     write_atomic(run_file, json.dumps(run, indent=1) + "\n")
     prepared = prepare(lab, seed)
     cache = out / "results"
@@ -511,7 +594,9 @@ def run_batch(lab_id: str, submissions: Path, out: Path, *, course: Path = Path(
         try:
             sha = hashlib.sha256(e.path.read_bytes()).hexdigest()  # type: ignore[union-attr]
         except OSError as err:
-            results[e.student] = {**grade_entry(Entry(e.student, None, "malformed", f"unreadable: {err}"), lab, prepared, None, {})}
+            results[e.student] = {
+                **grade_entry(Entry(e.student, None, "malformed", f"unreadable: {err}"), lab, prepared, None, {})
+            }
             continue
         key = _cache_key(e.student, sha, seed, fingerprint)
         cached = cache / f"{key}.json"
@@ -522,7 +607,9 @@ def run_batch(lab_id: str, submissions: Path, out: Path, *, course: Path = Path(
             except ValueError:
                 pass
         todo.append((e, key))
-    log(f"qkv grade {lab_id}: {len(entries)} students, {len(entries) - len(todo)} already graded, {len(todo)} to grade (seed {seed})")
+    log(
+        f"qkv grade {lab_id}: {len(entries)} students, {len(entries) - len(todo)} already graded, {len(todo)} to grade (seed {seed})"
+    )
 
     if todo:
         jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
@@ -546,15 +633,25 @@ def run_batch(lab_id: str, submissions: Path, out: Path, *, course: Path = Path(
                     except sandbox.SandboxError:
                         raise
                     except Exception as err:  # a bug of ours must not stop the batch: the row says so
-                        res = {"student": entry.student, "status": "crashed", "note": f"grader error: {err}", "items": {},
-                               "answers": {}, "cell_errors": [], "sha256": None, "wall": 0.0}  # fmt: skip
+                        res = {
+                            "student": entry.student,
+                            "status": "crashed",
+                            "note": f"grader error: {err}",
+                            "items": {},
+                            "answers": {},
+                            "cell_errors": [],
+                            "sha256": None,
+                            "wall": 0.0,
+                        }
                     if res.get("note") != WORKER_FAILED and not res.get("note", "").startswith("grader error"):
                         write_atomic(cache / f"{key}.json", json.dumps(res))  # our own failures are retried next run
                     with lock:
                         results[entry.student] = res
                         done_count[0] += 1
-                        log(f"  [{done_count[0]}/{len(todo)}] {entry.student}: {res['status']} "
-                            f"{sum(i['points'] for i in res['items'].values()):g}/{lab.spec.max_auto:g}")  # fmt: skip
+                        log(
+                            f"  [{done_count[0]}/{len(todo)}] {entry.student}: {res['status']} "
+                            f"{sum(i['points'] for i in res['items'].values()):g}/{lab.spec.max_auto:g}"
+                        )
             finally:
                 worker.stop()
 

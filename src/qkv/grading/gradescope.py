@@ -116,17 +116,21 @@ def container_advice(lab: str, course: Path, memory: int) -> str:
     rows = json.loads(path.read_text()).get("labs", {}) if path.exists() else {}
     row = rows.get(lab)
     if not row:
-        return (f"not measured for this lab (run benchmarks/gradescope.py); choose {_size(CONTAINERS[1])} "
-                f"or more: Gradescope's default {_size(CONTAINERS[0])} is below the peak of the other labs.")  # fmt: skip
+        return (
+            f"not measured for this lab (run benchmarks/gradescope.py); choose {_size(CONTAINERS[1])} "
+            f"or more: Gradescope's default {_size(CONTAINERS[0])} is below the peak of the other labs."
+        )
     need = row["peak_mb"] + memory
     cpus, mb = next((c for c in CONTAINERS if c[1] >= need), CONTAINERS[-1])
     default = "" if (cpus, mb) != CONTAINERS[0] else " (Gradescope's default)"
     verdict = "is enough." if mb == CONTAINERS[0][1] else "is too small (a run over it is killed without results)."
-    return (f"{_size((cpus, mb))}{default}: one correct submission peaked at {row['peak_mb']:.0f} MB (grader, worker "
-            f"and notebook together; measured by benchmarks/gradescope.py) plus up to {memory} MB that a "
-            f"submission's own code may take (--memory) make {need:.0f} MB. It took {row['seconds']:.0f} s on "
-            f"{row['machine']} (Gradescope's default share is half a CPU). Gradescope's default "
-            f"{_size(CONTAINERS[0])} {verdict}")  # fmt: skip
+    return (
+        f"{_size((cpus, mb))}{default}: one correct submission peaked at {row['peak_mb']:.0f} MB (grader, worker "
+        f"and notebook together; measured by benchmarks/gradescope.py) plus up to {memory} MB that a "
+        f"submission's own code may take (--memory) make {need:.0f} MB. It took {row['seconds']:.0f} s on "
+        f"{row['machine']} (Gradescope's default share is half a CPU). Gradescope's default "
+        f"{_size(CONTAINERS[0])} {verdict}"
+    )
 
 
 def _size(container: tuple[float, int]) -> str:
@@ -154,8 +158,12 @@ def layout(bundle: Path, root: Path, submission: Path) -> dict:
                 os.chmod(root / "source" / info.filename, mode)
     (root / "submission").mkdir(parents=True, exist_ok=True)
     (root / "submission" / Path(submission).name).write_bytes(Path(submission).read_bytes())
-    return {**os.environ, "AUTOGRADER_ROOT": str(root), "QKV_PYTHON": sys.executable,
-            "PYTHONPATH": str(root / "source" / "qkv-src" / "src")}  # fmt: skip
+    return {
+        **os.environ,
+        "AUTOGRADER_ROOT": str(root),
+        "QKV_PYTHON": sys.executable,
+        "PYTHONPATH": str(root / "source" / "qkv-src" / "src"),
+    }
 
 
 def build_bundle(lab: str, course: Path, out: Path, *, timeout: float = 300, memory: int = 512) -> Path:

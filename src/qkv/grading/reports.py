@@ -30,9 +30,11 @@ background:#f6f6f6;padding:.6rem;border-radius:4px}code{background:#f2f2f2;paddi
 
 
 def _page(title: str, body: str) -> str:
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
-            f'<meta name="viewport" content="width=device-width"><style>{CSS}</style></head>'
-            f"<body>\n{body}\n</body></html>\n")  # fmt: skip
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f'<meta name="viewport" content="width=device-width"><style>{CSS}</style></head>'
+        f"<body>\n{body}\n</body></html>\n"
+    )
 
 
 def csv_safe(text: str) -> str:
@@ -93,12 +95,16 @@ def write_csv(out: Path, lab: Lab, results: list[dict], manual: dict) -> None:
 def feedback_html(res: dict, lab: Lab, entered: dict[str, float]) -> str:
     e = html.escape
     total, maximum = totals(res, lab, entered)
-    parts = [f"<h1>Lab {e(lab.lab)}: feedback for {e(res['student'])}</h1>",
-             f"<p><strong>{total:g} / {maximum:g} points</strong> (autograded"
-             f"{' and hand-graded' if entered else ''}). Status: {e(STATUS_WORDS.get(res['status'], res['status']))}"
-             f"{': ' + e(res['note']) if res.get('note') else ''}.</p>"]  # fmt: skip
+    parts = [
+        f"<h1>Lab {e(lab.lab)}: feedback for {e(res['student'])}</h1>",
+        f"<p><strong>{total:g} / {maximum:g} points</strong> (autograded"
+        f"{' and hand-graded' if entered else ''}). Status: {e(STATUS_WORDS.get(res['status'], res['status']))}"
+        f"{': ' + e(res['note']) if res.get('note') else ''}.</p>",
+    ]
     if res["status"] in ("malformed", "ambiguous", "duplicate", "wrong_lab"):
-        parts.append("<p>Your submission could not be graded, so every exercise scores 0. Please ask your instructor.</p>")
+        parts.append(
+            "<p>Your submission could not be graded, so every exercise scores 0. Please ask your instructor.</p>"
+        )
     parts.append("<table><tr><th>exercise</th><th>points</th><th>what the grader found</th></tr>")
     for gid in lab.order:
         spec_item = lab.spec.item(gid)
@@ -108,38 +114,52 @@ def feedback_html(res: dict, lab: Lab, entered: dict[str, float]) -> str:
             cls = "pass" if r["points"] == r["max"] else "fail"
             desc = getattr(spec_item, "describe", "")
             lines = "".join(f"<li>{e(line)}</li>" for line in r["lines"])
-            parts.append(f'<tr><td><code>{e(name)}</code><br><small>{e(desc)}</small></td>'
-                         f'<td class="{cls}">{r["points"]:g} / {r["max"]:g}</td><td><ul>{lines}</ul></td></tr>')  # fmt: skip
+            parts.append(
+                f"<tr><td><code>{e(name)}</code><br><small>{e(desc)}</small></td>"
+                f'<td class="{cls}">{r["points"]:g} / {r["max"]:g}</td><td><ul>{lines}</ul></td></tr>'
+            )
         elif gid in entered:
-            parts.append(f"<tr><td>{e(name)}</td><td>{entered[gid]:g} / {float(spec_item.points):g}</td>"
-                         "<td>graded by hand</td></tr>")  # fmt: skip
+            parts.append(
+                f"<tr><td>{e(name)}</td><td>{entered[gid]:g} / {float(spec_item.points):g}</td>"
+                "<td>graded by hand</td></tr>"
+            )
         else:
-            note = "graded by hand; not yet graded" if gid in res.get("answers", {}) or res["status"] == "graded" else "not graded"
+            note = (
+                "graded by hand; not yet graded"
+                if gid in res.get("answers", {}) or res["status"] == "graded"
+                else "not graded"
+            )
             parts.append(f"<tr><td>{e(name)}</td><td>– / {float(spec_item.points):g}</td><td>{e(note)}</td></tr>")
     parts.append("</table>")
     if res.get("cell_errors"):
         items = "".join(f"<li><code>{e(c)}</code></li>" for c in res["cell_errors"])
-        parts.append(f"<h2>Cells that raised an error when your notebook was run</h2><ul>{items}</ul>"
-                     "<p>A failing cell does not stop the others, but a function it should define is then missing.</p>")  # fmt: skip
+        parts.append(
+            f"<h2>Cells that raised an error when your notebook was run</h2><ul>{items}</ul>"
+            "<p>A failing cell does not stop the others, but a function it should define is then missing.</p>"
+        )
     return _page(f"{lab.lab}: {res['student']}", "\n".join(parts))
 
 
 def manual_html(lab: Lab, gid: str, results: list[dict], manual: dict) -> str:
     e = html.escape
     item = lab.spec.item(gid)
-    parts = [f"<h1>{e(lab.lab)}: {e(gid)} ({float(item.points):g} points, graded by hand)</h1>",
-             f'<h2>The question</h2><div class="answer">{e(lab.prompts.get(gid, ""))}</div>',
-             "<p>Enter scores in <code>manual_scores.csv</code> (next to <code>grades.csv</code>, one column per "
-             "question) and run <code>qkv grade</code> again: totals then include them.</p>",
-             "<h2>Answers</h2><table><tr><th>student</th><th>answer</th><th>entered</th></tr>"]  # fmt: skip
+    parts = [
+        f"<h1>{e(lab.lab)}: {e(gid)} ({float(item.points):g} points, graded by hand)</h1>",
+        f'<h2>The question</h2><div class="answer">{e(lab.prompts.get(gid, ""))}</div>',
+        "<p>Enter scores in <code>manual_scores.csv</code> (next to <code>grades.csv</code>, one column per "
+        "question) and run <code>qkv grade</code> again: totals then include them.</p>",
+        "<h2>Answers</h2><table><tr><th>student</th><th>answer</th><th>entered</th></tr>",
+    ]
     for res in results:
         ans = res.get("answers", {}).get(gid)
         text = "(no answer found)" if ans is None else ans.strip() or "(empty)"
         if text.strip() == "YOUR ANSWER HERE":
             text = "(not answered)"
         got = manual.get(res["student"], {}).get(gid)
-        parts.append(f'<tr><td>{e(res["student"])}</td><td><div class="answer">{e(text)}</div></td>'
-                     f"<td>{'' if got is None else f'{got:g}'}</td></tr>")  # fmt: skip
+        parts.append(
+            f'<tr><td>{e(res["student"])}</td><td><div class="answer">{e(text)}</div></td>'
+            f"<td>{'' if got is None else f'{got:g}'}</td></tr>"
+        )
     parts.append("</table>")
     return _page(f"{lab.lab}: {gid}", "\n".join(parts))
 
@@ -148,18 +168,23 @@ def summary_html(lab: Lab, results: list[dict], run: dict, manual: dict) -> str:
     e = html.escape
     n = len(results)
     statuses = Counter(r["status"] for r in results)
-    parts = [f"<h1>Lab {e(lab.lab)}: class summary</h1>",
-             f"<p>{n} students; seed {run['seed']}; sandbox: {e(run['sandbox'])}. "
-             + ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items())) + "</p>",
-             "<h2>Per item</h2><table><tr><th>item</th><th>points</th><th>full marks</th><th>mean</th>"
-             "<th>most common failure</th></tr>"]  # fmt: skip
+    parts = [
+        f"<h1>Lab {e(lab.lab)}: class summary</h1>",
+        f"<p>{n} students; seed {run['seed']}; sandbox: {e(run['sandbox'])}. "
+        + ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items()))
+        + "</p>",
+        "<h2>Per item</h2><table><tr><th>item</th><th>points</th><th>full marks</th><th>mean</th>"
+        "<th>most common failure</th></tr>",
+    ]
     for gid in lab.order:
         item = lab.spec.item(gid)
         if gid in {m.grade_id for m in lab.spec.manual}:
             entered = [manual[s][gid] for s in manual if gid in manual[s]]
             mean = f"{sum(entered) / len(entered):.2f}" if entered else "–"
-            parts.append(f"<tr><td>{e(gid)} (by hand)</td><td>{float(item.points):g}</td><td>{len(entered)} entered</td>"
-                         f"<td>{mean}</td><td></td></tr>")  # fmt: skip
+            parts.append(
+                f"<tr><td>{e(gid)} (by hand)</td><td>{float(item.points):g}</td><td>{len(entered)} entered</td>"
+                f"<td>{mean}</td><td></td></tr>"
+            )
             continue
         pts = [r["items"][gid]["points"] if gid in r["items"] else 0.0 for r in results]
         full = sum(p == float(item.points) for p in pts)
@@ -169,8 +194,10 @@ def summary_html(lab: Lab, results: list[dict], run: dict, manual: dict) -> str:
                 lines = r["items"][gid]["lines"]
                 reasons[(lines[1] if len(lines) > 1 else lines[0]).split(":", 1)[-1].strip()[:120]] += 1
         common = reasons.most_common(1)[0] if reasons else None
-        parts.append(f"<tr><td><code>{e(gid)}</code></td><td>{float(item.points):g}</td><td>{full} / {n}</td>"
-                     f"<td>{(sum(pts) / n if n else 0):.2f}</td><td>{e(common[0]) + f' ({common[1]})' if common else ''}</td></tr>")  # fmt: skip
+        parts.append(
+            f"<tr><td><code>{e(gid)}</code></td><td>{float(item.points):g}</td><td>{full} / {n}</td>"
+            f"<td>{(sum(pts) / n if n else 0):.2f}</td><td>{e(common[0]) + f' ({common[1]})' if common else ''}</td></tr>"
+        )
     parts.append("</table><h2>Totals</h2><table><tr><th>student</th><th>total</th><th>status</th></tr>")
     for r in results:
         total, maximum = totals(r, lab, manual.get(r["student"], {}))
@@ -190,7 +217,10 @@ def write_all(out: Path, lab: Lab, results: list[dict], run: dict) -> None:
     manual = manual_scores(out, lab)
     write_csv(out, lab, results, manual)
     for res in results:
-        write_atomic(out / "feedback" / f"{_file_name(res['student'])}.html", feedback_html(res, lab, manual.get(res["student"], {})))
+        write_atomic(
+            out / "feedback" / f"{_file_name(res['student'])}.html",
+            feedback_html(res, lab, manual.get(res["student"], {})),
+        )
     for m in lab.spec.manual:
         write_atomic(out / "manual" / f"{m.grade_id}.html", manual_html(lab, m.grade_id, results, manual))
     write_atomic(out / "summary.html", summary_html(lab, results, run, manual))
@@ -203,8 +233,16 @@ def gradescope_json(res: dict, lab: Lab, note: str = "") -> str:
         if gid not in res["items"]:
             continue
         r = res["items"][gid]
-        tests.append({"name": gid, "score": r["points"], "max_score": r["max"], "output": "\n".join(r["lines"]),
-                      "status": "passed" if r["points"] == r["max"] else "failed", "visibility": "visible"})  # fmt: skip
+        tests.append(
+            {
+                "name": gid,
+                "score": r["points"],
+                "max_score": r["max"],
+                "output": "\n".join(r["lines"]),
+                "status": "passed" if r["points"] == r["max"] else "failed",
+                "visibility": "visible",
+            }
+        )
     output = f"Status: {STATUS_WORDS.get(res['status'], res['status'])}"
     if res.get("note"):
         output += f" ({res['note']})"

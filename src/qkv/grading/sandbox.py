@@ -28,6 +28,8 @@ BASE_UID = 61000  # children run as uid uid_base() + job index (no such user nee
 def uid_base() -> int:
     """This grader process's first uid: batches running side by side never share a uid (nor its limits)."""
     return BASE_UID + (os.getpid() % 4096) * 64
+
+
 BWRAP_HINT = (
     "bubblewrap (bwrap) is required to grade untrusted notebooks safely. Install it with "
     "`sudo apt-get install bubblewrap` (Debian/Ubuntu; `make system` does it), `sudo dnf install bubblewrap` "
@@ -35,13 +37,39 @@ BWRAP_HINT = (
     "the submissions with resource limits only."
 )
 PRELOAD = [
-    "matplotlib.pyplot", "ipywidgets", "IPython.display", "IPython.core.inputtransformer2", "qkv", "math", "json",
-    "re", "random", "time", "warnings", "signal", "glob", "socket", "collections", "itertools", "functools",
-    "struct", "base64", "string", "typing", "dataclasses", "copy", "statistics", "fractions", "decimal", "ctypes",
+    "matplotlib.pyplot",
+    "ipywidgets",
+    "IPython.display",
+    "IPython.core.inputtransformer2",
+    "qkv",
+    "math",
+    "json",
+    "re",
+    "random",
+    "time",
+    "warnings",
+    "signal",
+    "glob",
+    "socket",
+    "collections",
+    "itertools",
+    "functools",
+    "struct",
+    "base64",
+    "string",
+    "typing",
+    "dataclasses",
+    "copy",
+    "statistics",
+    "fractions",
+    "decimal",
+    "ctypes",
     # torch imports these lazily: SDPA with an attn_mask (sympy via symbolic_shapes), any optimizer's step
     # (torch._dynamo); a child that cannot read a private runtime (/root/.pyenv) could not import them itself.
-    "torch.fx.experimental.symbolic_shapes", "torch._dynamo", "torch.optim",
-]  # fmt: skip
+    "torch.fx.experimental.symbolic_shapes",
+    "torch._dynamo",
+    "torch.optim",
+]
 
 
 def private_runtime_dirs() -> list[str]:
@@ -104,9 +132,10 @@ def make_lib(course_src: Path, dest: Path) -> Path:
     """A copy of ``qkv`` (without the grader, its specs or the solutions) plus ``child.py``: all a sandbox sees of ours."""
     lib = dest / "lib"
     shutil.copytree(
-        course_src, lib / "qkv",
+        course_src,
+        lib / "qkv",
         ignore=shutil.ignore_patterns("grading", "__pycache__", "*.pyc", "*.egg-info"),
-    )  # fmt: skip
+    )
     shutil.copy(Path(__file__).with_name("child.py"), lib / "qkv_grader_child.py")
     for p in [lib, *lib.rglob("*")]:
         p.chmod(0o755 if p.is_dir() else 0o644)
@@ -116,18 +145,38 @@ def make_lib(course_src: Path, dest: Path) -> Path:
 
 def bwrap_command(bwrap: str, lib: Path, program: list[str] | None = None) -> list[str]:
     cmd = [
-        bwrap, "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-        "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-        "--ro-bind", "/usr", "/usr",
-    ]  # fmt: skip
+        bwrap,
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--new-session",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
     for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         p = Path("/") / top
         if p.is_symlink():
             cmd += ["--symlink", os.readlink(p), f"/{top}"]
         elif p.is_dir():
             cmd += ["--ro-bind", str(p), f"/{top}"]
-    for etc in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/alternatives", "/etc/fonts",
-                "/etc/localtime"):  # fmt: skip
+    for etc in (
+        "/etc/ld.so.cache",
+        "/etc/ld.so.conf",
+        "/etc/ld.so.conf.d",
+        "/etc/alternatives",
+        "/etc/fonts",
+        "/etc/localtime",
+    ):
         if os.path.exists(etc):
             cmd += ["--ro-bind", etc, etc]
     made = {"/", "/usr", "/tmp", "/proc", "/dev", "/etc", "/opt"}
@@ -142,10 +191,33 @@ def bwrap_command(bwrap: str, lib: Path, program: list[str] | None = None) -> li
         cmd += ["--ro-bind", root, root]
     cmd += ["--ro-bind", str(lib), "/opt/qkv-grader", "--chdir", "/tmp"]
     if os.geteuid() == 0:
-        cmd += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL",
-                "--cap-add", "CAP_CHOWN"]
-    cmd += ["--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "PATH", "/usr/bin:/bin",
-            "--setenv", "MPLCONFIGDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"]  # fmt: skip
+        cmd += [
+            "--cap-drop",
+            "ALL",
+            "--cap-add",
+            "CAP_SETUID",
+            "--cap-add",
+            "CAP_SETGID",
+            "--cap-add",
+            "CAP_KILL",
+            "--cap-add",
+            "CAP_CHOWN",
+        ]
+    cmd += [
+        "--clearenv",
+        "--setenv",
+        "HOME",
+        "/tmp",
+        "--setenv",
+        "PATH",
+        "/usr/bin:/bin",
+        "--setenv",
+        "MPLCONFIGDIR",
+        "/tmp",
+        "--setenv",
+        "LANG",
+        "C.UTF-8",
+    ]
     cmd += program or [python_executable(), "-I", "-B", "/opt/qkv-grader/qkv_grader_child.py"]
     return cmd
 
@@ -171,10 +243,15 @@ class Worker:
         self.index, self.lib, self.sandbox, self.log = index, lib, sandbox, log
         root = os.geteuid() == 0
         self.cfg = {
-            "uid": uid_base() + index % 64, "drop": root, "nproc": 64, "max_bytes": max_bytes, "preload": PRELOAD,
+            "uid": uid_base() + index % 64,
+            "drop": root,
+            "nproc": 64,
+            "max_bytes": max_bytes,
+            "preload": PRELOAD,
             "kill": "namespace" if sandbox else ("uid" if root else "group"),
-            "lib": "/opt/qkv-grader" if sandbox else str(lib), "tmp": "/tmp" if sandbox else None,
-        }  # fmt: skip
+            "lib": "/opt/qkv-grader" if sandbox else str(lib),
+            "tmp": "/tmp" if sandbox else None,
+        }
         self.proc: subprocess.Popen | None = None
         self.tmp: str | None = None
         self.info: dict = {}
@@ -190,12 +267,21 @@ class Worker:
             os.chmod(self.tmp, 0o711)
             self.cfg["tmp"] = self.tmp
             cmd = [sys.executable, "-I", "-B", str(self.lib / "qkv_grader_child.py")]
-        env = None if self.sandbox else {"PATH": "/usr/bin:/bin", "HOME": self.tmp or "/tmp", "LANG": "C.UTF-8",
-                                         "MPLCONFIGDIR": self.tmp or "/tmp"}  # fmt: skip
+        env = (
+            None
+            if self.sandbox
+            else {
+                "PATH": "/usr/bin:/bin",
+                "HOME": self.tmp or "/tmp",
+                "LANG": "C.UTF-8",
+                "MPLCONFIGDIR": self.tmp or "/tmp",
+            }
+        )
         with open(self.log, "ab") as log:
             # its own session: a Ctrl-C meant for `qkv grade` must not kill a worker mid-submission
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env,
-                                         start_new_session=True)  # fmt: skip
+            self.proc = subprocess.Popen(
+                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True
+            )
         self._send(pickle.dumps(self.cfg))
         try:
             self.info = json.loads(self._recv(time.monotonic() + 300))

@@ -27,35 +27,65 @@ import importlib
 import inspect
 import math
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 
 __all__ = [
-    "Case", "Item", "Manual", "LabSpec", "load_spec", "randn", "item_generator", "to_float64",
-    "compare", "SOFTMAX_FAMILY", "COSINE_FAMILY", "QKV_ATTENTION", "TORCH_ATTENTION",
-]  # fmt: skip
+    "COSINE_FAMILY",
+    "QKV_ATTENTION",
+    "SOFTMAX_FAMILY",
+    "TORCH_ATTENTION",
+    "Case",
+    "Item",
+    "LabSpec",
+    "Manual",
+    "compare",
+    "item_generator",
+    "load_spec",
+    "randn",
+    "to_float64",
+]
 
 # Callables that compute a softmax for the student (any route that PyTorch documents, and the library's).
 SOFTMAX_FAMILY: tuple[str, ...] = (
-    "torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax", "torch.special.softmax",
-    "torch.nn.Softmax", "torch._softmax", "torch.log_softmax", "torch.nn.functional.log_softmax",
-    "torch.Tensor.log_softmax", "torch.special.log_softmax", "torch.nn.LogSoftmax", "torch.softmin",
-    "torch.nn.functional.softmin", "torch.nn.Softmin", "torch.nn.functional.gumbel_softmax", "qkv.softmax",
-)  # fmt: skip
+    "torch.softmax",
+    "torch.nn.functional.softmax",
+    "torch.Tensor.softmax",
+    "torch.special.softmax",
+    "torch.nn.Softmax",
+    "torch._softmax",
+    "torch.log_softmax",
+    "torch.nn.functional.log_softmax",
+    "torch.Tensor.log_softmax",
+    "torch.special.log_softmax",
+    "torch.nn.LogSoftmax",
+    "torch.softmin",
+    "torch.nn.functional.softmin",
+    "torch.nn.Softmin",
+    "torch.nn.functional.gumbel_softmax",
+    "qkv.softmax",
+)
 COSINE_FAMILY: tuple[str, ...] = (
-    "torch.cosine_similarity", "torch.nn.functional.cosine_similarity", "torch.nn.CosineSimilarity",
+    "torch.cosine_similarity",
+    "torch.nn.functional.cosine_similarity",
+    "torch.nn.CosineSimilarity",
 )
 QKV_ATTENTION: tuple[str, ...] = (
-    "qkv.scaled_dot_product_attention", "qkv.column_attention", "qkv.chunked_attention", "qkv.MultiHeadAttention",
+    "qkv.scaled_dot_product_attention",
+    "qkv.column_attention",
+    "qkv.chunked_attention",
+    "qkv.MultiHeadAttention",
 )
 TORCH_ATTENTION: tuple[str, ...] = (
-    "torch.nn.functional.scaled_dot_product_attention", "torch.nn.MultiheadAttention",
+    "torch.nn.functional.scaled_dot_product_attention",
+    "torch.nn.MultiheadAttention",
     "torch.nn.functional.multi_head_attention_forward",
-)  # fmt: skip
+)
 
 
 @dataclass(frozen=True)

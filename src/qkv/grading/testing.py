@@ -32,7 +32,16 @@ from pathlib import Path
 
 from .grader import run_batch
 
-__all__ = ["solution_notebook", "completed_lab", "with_function", "with_replaced", "grade_notebooks", "grade_across_labs", "check_spec", "COURSE"]
+__all__ = [
+    "COURSE",
+    "check_spec",
+    "completed_lab",
+    "grade_across_labs",
+    "grade_notebooks",
+    "solution_notebook",
+    "with_function",
+    "with_replaced",
+]
 
 COURSE = Path(__file__).resolve().parents[3]  # the repository root (src/qkv/grading -> ../../..)
 
@@ -52,7 +61,9 @@ def completed_lab(lab: str, course: Path = COURSE) -> dict:
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if meta.get("solution"):
             lines = _cell_source(cell).splitlines(keepends=True)
-            answers[meta["grade_id"]] = "".join(x for x in lines if x.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+            answers[meta["grade_id"]] = "".join(
+                x for x in lines if x.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION")
+            )
     nb = copy.deepcopy(released)
     for cell in nb["cells"]:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
@@ -87,23 +98,50 @@ def with_replaced(nb: dict, old: str, new: str) -> dict:
     return nb
 
 
-def grade_notebooks(lab: str, notebooks: dict[str, dict | str | bytes], tmp_path: Path, *, course: Path = COURSE,
-                    jobs: int = 2, seed: int = 1234, timeout: float = 60, memory: int = 2048,
-                    use_sandbox: bool = True, call_timeout: float | None = None) -> dict[str, dict]:  # fmt: skip
+def grade_notebooks(
+    lab: str,
+    notebooks: dict[str, dict | str | bytes],
+    tmp_path: Path,
+    *,
+    course: Path = COURSE,
+    jobs: int = 2,
+    seed: int = 1234,
+    timeout: float = 60,
+    memory: int = 2048,
+    use_sandbox: bool = True,
+    call_timeout: float | None = None,
+) -> dict[str, dict]:
     """Grade ``{student: notebook}`` (a parsed notebook, JSON text or raw bytes) in one batch; results by student."""
     subs = Path(tmp_path) / "submissions"
     subs.mkdir(parents=True, exist_ok=True)
     for student, nb in notebooks.items():
         data = nb if isinstance(nb, bytes) else (nb if isinstance(nb, str) else json.dumps(nb)).encode("utf-8")
         (subs / f"{student}.ipynb").write_bytes(data)
-    results = run_batch(lab, subs, Path(tmp_path) / "out", course=course, jobs=jobs, timeout=timeout,
-                        memory=memory, seed=seed, use_sandbox=use_sandbox, call_timeout=call_timeout,
-                        log=lambda *a, **k: None)  # fmt: skip
+    results = run_batch(
+        lab,
+        subs,
+        Path(tmp_path) / "out",
+        course=course,
+        jobs=jobs,
+        timeout=timeout,
+        memory=memory,
+        seed=seed,
+        use_sandbox=use_sandbox,
+        call_timeout=call_timeout,
+        log=lambda *a, **k: None,
+    )
     return {r["student"]: r for r in results}
 
 
-def grade_across_labs(notebooks: list[tuple[str, str, bytes]], tmp_path: Path, *, course: Path = COURSE,
-                      seed: int = 1234, timeout: float = 120, memory: int = 2048) -> dict[tuple[str, str], dict]:  # fmt: skip
+def grade_across_labs(
+    notebooks: list[tuple[str, str, bytes]],
+    tmp_path: Path,
+    *,
+    course: Path = COURSE,
+    seed: int = 1234,
+    timeout: float = 120,
+    memory: int = 2048,
+) -> dict[tuple[str, str], dict]:
     """Grade ``(lab, student, notebook bytes)`` triples of several labs with ONE sandboxed worker (it is
     lab-agnostic: a job carries its cells and cases), so a test over every lab starts one worker, not one per lab."""
     from . import sandbox
@@ -123,8 +161,9 @@ def grade_across_labs(notebooks: list[tuple[str, str, bytes]], tmp_path: Path, *
             path = tmp_path / "submissions" / lab / f"{student}.ipynb"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
-            results[(lab, student)] = grade_entry(Entry(student, path), info, prepared, worker,
-                                                  {"timeout": timeout, "memory": memory})  # fmt: skip
+            results[(lab, student)] = grade_entry(
+                Entry(student, path), info, prepared, worker, {"timeout": timeout, "memory": memory}
+            )
     finally:
         worker.stop()
     return results
@@ -134,15 +173,21 @@ def points(result: dict) -> dict[str, float]:
     return {gid: r["points"] for gid, r in result["items"].items()}
 
 
-def check_spec(lab: str, bugs: dict[str, tuple[str, str, set[str]]], alternatives: dict[str, dict[str, str]],
-               tmp_path: Path, *, course: Path = COURSE) -> dict[str, dict]:  # fmt: skip
+def check_spec(
+    lab: str,
+    bugs: dict[str, tuple[str, str, set[str]]],
+    alternatives: dict[str, dict[str, str]],
+    tmp_path: Path,
+    *,
+    course: Path = COURSE,
+) -> dict[str, dict]:
     """Assert: the solution gets every autograded point; each bug loses (at least) the points of the items it
     names; each alternative keeps every point. Returns the results by variant name."""
     base = solution_notebook(lab, course)
     variants: dict[str, dict] = {"solution": base}
-    for name, (function, source, _) in bugs.items():
+    for function, source, _ in bugs.values():
         variants[f"bug-{len(variants):02d}"] = with_function(base, function, source)
-    for name, replacements in alternatives.items():
+    for replacements in alternatives.values():
         nb = base
         for function, source in replacements.items():
             nb = with_function(nb, function, source)
@@ -152,8 +197,11 @@ def check_spec(lab: str, bugs: dict[str, tuple[str, str, set[str]]], alternative
     by_name = dict(zip(names, (results[k] for k in variants)))
     full = {gid: r["max"] for gid, r in results["solution"]["items"].items()}
     assert results["solution"]["status"] == "graded", results["solution"]
-    missing = [f"{name} (status {res['status']}: {res.get('note', '')})" for name, res in by_name.items()
-               if res["status"] == "graded" and set(res["items"]) != set(full)]  # fmt: skip
+    missing = [
+        f"{name} (status {res['status']}: {res.get('note', '')})"
+        for name, res in by_name.items()
+        if res["status"] == "graded" and set(res["items"]) != set(full)
+    ]
     assert not missing, f"graded without a result for every item: {missing}"
     assert points(results["solution"]) == full, f"the solution itself loses points: {results['solution']['items']}"
     problems = []
@@ -162,8 +210,10 @@ def check_spec(lab: str, bugs: dict[str, tuple[str, str, set[str]]], alternative
         lost = {gid for gid in full if got.get(gid, 0.0) < full[gid]}
         if not losing <= lost:
             res = by_name[name]
-            problems.append(f"bug {name!r} should lose {sorted(losing)} but lost only {sorted(lost)} (status "
-                            f"{res['status']}{': ' + res['note'] if res.get('note') else ''})")  # fmt: skip
+            problems.append(
+                f"bug {name!r} should lose {sorted(losing)} but lost only {sorted(lost)} (status "
+                f"{res['status']}{': ' + res['note'] if res.get('note') else ''})"
+            )
         for gid in lost - losing:
             # a bug may break a later item that calls the buggy function; only report unexpected losses as info
             by_name[name].setdefault("also_lost", []).append(gid)
@@ -171,8 +221,12 @@ def check_spec(lab: str, bugs: dict[str, tuple[str, str, set[str]]], alternative
         got = points(by_name[name])
         if got != full:
             res = by_name[name]
-            lines = {gid: res["items"].get(gid, {}).get("lines", "no result") for gid in full if got.get(gid) != full[gid]}
-            problems.append(f"correct alternative {name!r} lost points (status {res['status']}"
-                            f"{': ' + res['note'] if res.get('note') else ''}): {lines}")  # fmt: skip
+            lines = {
+                gid: res["items"].get(gid, {}).get("lines", "no result") for gid in full if got.get(gid) != full[gid]
+            }
+            problems.append(
+                f"correct alternative {name!r} lost points (status {res['status']}"
+                f"{': ' + res['note'] if res.get('note') else ''}): {lines}"
+            )
     assert not problems, "\n".join(problems)
     return by_name

@@ -20,8 +20,16 @@ from dataclasses import dataclass, field
 
 from qkv.grading.testing import completed_lab, with_function
 
-LABS = ("soft_lookup", "qkv_scores", "scaling", "masks", "multihead", "positional", "conv_attention",
-        "tiny_transformer")  # fmt: skip
+LABS = (
+    "soft_lookup",
+    "qkv_scores",
+    "scaling",
+    "masks",
+    "multihead",
+    "positional",
+    "conv_attention",
+    "tiny_transformer",
+)
 
 
 @dataclass(frozen=True)
@@ -36,8 +44,14 @@ class Sub:
 
 
 def code_cell(source: str, cid: str) -> dict:
-    return {"cell_type": "code", "execution_count": None, "id": cid, "metadata": {}, "outputs": [],
-            "source": source.strip("\n") + "\n"}  # fmt: skip
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "id": cid,
+        "metadata": {},
+        "outputs": [],
+        "source": source.strip("\n") + "\n",
+    }
 
 
 def _defines(cell: dict, name: str) -> bool:
@@ -50,7 +64,9 @@ def add_cell(nb: dict, after: str | None, source: str, cid: str) -> dict:
     nb = copy.deepcopy(nb)
     cells = nb["cells"]
     if after is None:
-        at = next(i for i, c in enumerate(cells) if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "setup")
+        at = next(
+            i for i, c in enumerate(cells) if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "setup"
+        )
     else:
         at = next(i for i, c in enumerate(cells) if _defines(c, after))
     cells.insert(at + 1, code_cell(source, cid))
@@ -77,8 +93,14 @@ def with_outputs(nb: dict) -> dict:
         cell["execution_count"] = count
         cell["outputs"] = [{"output_type": "stream", "name": "stdout", "text": ["all checks passed\n"]}]
     first = next(c for c in nb["cells"] if c["cell_type"] == "code")
-    first["outputs"].append({"output_type": "error", "ename": "NameError", "evalue": "name 'x' is not defined",
-                             "traceback": ["NameError: name 'x' is not defined"]})  # fmt: skip
+    first["outputs"].append(
+        {
+            "output_type": "error",
+            "ename": "NameError",
+            "evalue": "name 'x' is not defined",
+            "traceback": ["NameError: name 'x' is not defined"],
+        }
+    )
     return nb
 
 
@@ -105,9 +127,14 @@ def situations(lab: str, last: str, last_item: str, signature: str) -> dict[str,
         "never_run": (done, Sub(why="solved, saved without running (no outputs)")),
         "stale_outputs": (with_outputs(done), Sub(why="ran, with outputs and a stale error in them")),
         "renamed": (renamed(done, last, last + "_v2"), Sub(lose={last_item}, why=f"{last} renamed {last}_v2")),
-        "unrelated_error": (add_cell(done, None, "print(undefined_scratch_variable)", "scratch"),
-                            Sub(why="a scratch cell raises NameError")),
-        "blank": ((COURSE / "labs" / lab / f"{lab}.ipynb").read_bytes(), Sub(lose={"*"}, why="the released lab, untouched")),
+        "unrelated_error": (
+            add_cell(done, None, "print(undefined_scratch_variable)", "scratch"),
+            Sub(why="a scratch cell raises NameError"),
+        ),
+        "blank": (
+            (COURSE / "labs" / lab / f"{lab}.ipynb").read_bytes(),
+            Sub(lose={"*"}, why="the released lab, untouched"),
+        ),
         "other_lab": (completed_lab(other), Sub(status="wrong_lab", why=f"the {other} notebook in this folder")),
         "endless_loop": (with_function(done, last, loop), Sub(lose={last_item}, why=f"{last} loops forever")),
     }

@@ -7,14 +7,15 @@ ATT = "test_masked_attention"
 
 CORPUS = {
     # --- correct alternatives -----------------------------------------------------------------------------
-    "tril_loops_prints": Sub({
-        "causal_mask": """
+    "tril_loops_prints": Sub(
+        {
+            "causal_mask": """
             def causal_mask(L):
                 m = torch.ones(L, L, dtype=torch.bool).tril()
                 print(m)   # 看一下掩码
                 return m
             """,
-        "local_mask": """
+            "local_mask": """
             def local_mask(L, window):
                 m = torch.zeros(L, L, dtype=torch.bool)
                 for i in range(L):
@@ -23,9 +24,12 @@ CORPUS = {
                             m[i, j] = True
                 return m
             """,
-    }, why="tril, loops, a print of the mask"),
-    "float64_where_softmax": Sub({
-        "masked_attention": """
+        },
+        why="tril, loops, a print of the mask",
+    ),
+    "float64_where_softmax": Sub(
+        {
+            "masked_attention": """
             def masked_attention(q, k, v, mask=None):
                 s = (q.double() @ k.double().transpose(-2, -1)) / math.sqrt(q.shape[-1])
                 if mask is not None:
@@ -38,9 +42,12 @@ CORPUS = {
                 print("weights", w.shape)
                 return (w @ v.double()).to(q.dtype), w.to(q.dtype)
             """,
-    }, why="float64 inside, isinf test for empty rows, a print"),
-    "graph_helpers_plot_chinese": Sub({
-        "graph_mask": """
+        },
+        why="float64 inside, isinf test for empty rows, a print",
+    ),
+    "graph_helpers_plot_chinese": Sub(
+        {
+            "graph_mask": """
             def 对角(n):
                 return torch.eye(n, dtype=torch.bool)
 
@@ -52,7 +59,7 @@ CORPUS = {
             plt.imshow(graph_mask(torch.tensor([[0, 1], [0, 0]])).int())
             plt.show()
             """,
-        "future_leak": """
+            "future_leak": """
             def future_leak(x, x_new, t, mask):
                 changed = x.clone()
                 changed[t + 1:] = x_new[t + 1:]
@@ -60,27 +67,52 @@ CORPUS = {
                 b = masked_attention(changed, changed, changed, mask)[0][: t + 1]
                 return float((a - b).abs().max())
             """,
-    }, why="a helper with a Chinese name, .bool(), a plot, clone and float()"),
+        },
+        why="a helper with a Chinese name, .bool(), a plot, clone and float()",
+    ),
     # --- classic bugs -------------------------------------------------------------------------------------
-    "causal_inverted": Sub({"causal_mask": """
+    "causal_inverted": Sub(
+        {
+            "causal_mask": """
         def causal_mask(L):
             return torch.ones(L, L, dtype=torch.bool).triu(1)
-        """}, lose={"test_causal_mask"}),
-    "causal_float_mask": Sub({"causal_mask": """
+        """
+        },
+        lose={"test_causal_mask"},
+    ),
+    "causal_float_mask": Sub(
+        {
+            "causal_mask": """
         def causal_mask(L):
             return torch.ones(L, L).tril()
-        """}, lose={"test_causal_mask"}, why="0/1 floats instead of booleans"),
-    "local_window_off_by_one": Sub({"local_mask": """
+        """
+        },
+        lose={"test_causal_mask"},
+        why="0/1 floats instead of booleans",
+    ),
+    "local_window_off_by_one": Sub(
+        {
+            "local_mask": """
         def local_mask(L, window):
             pos = torch.arange(L)
             return (pos[:, None] - pos[None, :]).abs() < window
-        """}, lose={"test_local_mask"}),
-    "graph_transposed": Sub({"graph_mask": """
+        """
+        },
+        lose={"test_local_mask"},
+    ),
+    "graph_transposed": Sub(
+        {
+            "graph_mask": """
         def graph_mask(adjacency, self_loops=True):
             m = (adjacency != 0).T
             return m | torch.eye(m.shape[0], dtype=torch.bool) if self_loops else m
-        """}, lose={"test_graph_mask"}),
-    "attention_minus_1e9": Sub({"masked_attention": """
+        """
+        },
+        lose={"test_graph_mask"},
+    ),
+    "attention_minus_1e9": Sub(
+        {
+            "masked_attention": """
         def masked_attention(q, k, v, mask=None):
             s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             if mask is not None:
@@ -88,8 +120,14 @@ CORPUS = {
             e = torch.exp(s - s.amax(dim=-1, keepdim=True))
             w = e / e.sum(dim=-1, keepdim=True)
             return w @ v, w
-        """}, lose={ATT}, why="-1e9: a fully masked row averages the forbidden keys"),
-    "attention_no_max_subtraction": Sub({"masked_attention": """
+        """
+        },
+        lose={ATT},
+        why="-1e9: a fully masked row averages the forbidden keys",
+    ),
+    "attention_no_max_subtraction": Sub(
+        {
+            "masked_attention": """
         def masked_attention(q, k, v, mask=None):
             s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             if mask is None:
@@ -98,8 +136,14 @@ CORPUS = {
             total = e.sum(dim=-1, keepdim=True)
             w = torch.where(total > 0, e / total, torch.zeros_like(e))
             return w @ v, w
-        """}, lose={ATT}, why="no max-subtraction: NaN once scores pass 88"),
-    "attention_no_max_subtraction_float64": Sub({"masked_attention": """
+        """
+        },
+        lose={ATT},
+        why="no max-subtraction: NaN once scores pass 88",
+    ),
+    "attention_no_max_subtraction_float64": Sub(
+        {
+            "masked_attention": """
         def masked_attention(q, k, v, mask=None):
             s = q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1])
             if mask is None:
@@ -108,19 +152,35 @@ CORPUS = {
             total = e.sum(dim=-1, keepdim=True)
             w = torch.where(total > 0, e / total, torch.zeros_like(e))
             return (w @ v.double()).float(), w.float()
-        """}, lose={ATT}, why="no max-subtraction in float64: NaN once scores pass 709"),
-    "leak_returns_tensor": Sub({"future_leak": """
+        """
+        },
+        lose={ATT},
+        why="no max-subtraction in float64: NaN once scores pass 709",
+    ),
+    "leak_returns_tensor": Sub(
+        {
+            "future_leak": """
         def future_leak(x, x_new, t, mask):
             x_changed = torch.cat([x[: t + 1], x_new[t + 1 :]])
             before, _ = masked_attention(x, x, x, mask)
             after, _ = masked_attention(x_changed, x_changed, x_changed, mask)
             return (after[: t + 1] - before[: t + 1]).abs().max()
-        """}, lose={"test_future_leak"}, why="a 0-d tensor where the lab asks for a Python float"),
-    "leak_excludes_t": Sub({"future_leak": """
+        """
+        },
+        lose={"test_future_leak"},
+        why="a 0-d tensor where the lab asks for a Python float",
+    ),
+    "leak_excludes_t": Sub(
+        {
+            "future_leak": """
         def future_leak(x, x_new, t, mask):
             x_changed = torch.cat([x[: t + 1], x_new[t + 1 :]])
             before, _ = masked_attention(x, x, x, mask)
             after, _ = masked_attention(x_changed, x_changed, x_changed, mask)
             return (after[:t] - before[:t]).abs().max().item()
-        """}, lose={"test_future_leak"}, why="compares positions 0..t-1 only"),
+        """
+        },
+        lose={"test_future_leak"},
+        why="compares positions 0..t-1 only",
+    ),
 }

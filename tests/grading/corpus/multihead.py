@@ -6,22 +6,26 @@ LAST = ("MultiHead", "test_MultiHead", "d_model, num_heads")  # the looping vers
 
 CORPUS = {
     # --- correct alternatives -----------------------------------------------------------------------------
-    "view_permute_prints": Sub({
-        "split_heads": """
+    "view_permute_prints": Sub(
+        {
+            "split_heads": """
             def split_heads(x, num_heads):
                 B, L, D = x.shape
                 out = x.view(B, L, num_heads, D // num_heads).permute(0, 2, 1, 3)
                 print("split:", out.shape, out[0, 0, 0])
                 return out
             """,
-        "merge_heads": """
+            "merge_heads": """
             def merge_heads(x):
                 B, H, L, d_k = x.shape
                 return x.permute(0, 2, 1, 3).contiguous().view(B, L, H * d_k)
             """,
-    }, why="view/permute/contiguous, a print of a tensor"),
-    "loop_over_heads_chinese": Sub({
-        "multihead_attention": """
+        },
+        why="view/permute/contiguous, a print of a tensor",
+    ),
+    "loop_over_heads_chinese": Sub(
+        {
+            "multihead_attention": """
             def multihead_attention(x, W_q, W_k, W_v, W_o, num_heads):
                 # 每个头单独计算，然后拼接
                 d_k = x.shape[-1] // num_heads
@@ -34,9 +38,12 @@ CORPUS = {
                     权重.append(w)
                 return torch.cat(输出, dim=-1) @ W_o, torch.stack(权重, dim=1)
             """,
-    }, why="a loop over heads with slices, Chinese names"),
-    "setattr_loop_einsum_float64": Sub({
-        "MultiHead": """
+        },
+        why="a loop over heads with slices, Chinese names",
+    ),
+    "setattr_loop_einsum_float64": Sub(
+        {
+            "MultiHead": """
             class MultiHead(nn.Module):
                 def __init__(self, d_model, num_heads):
                     super().__init__()
@@ -55,40 +62,70 @@ CORPUS = {
                     out = merge_heads(torch.einsum("bhls,bhsd->bhld", w, v)).to(query.dtype)
                     return self.out_proj(out), w.to(query.dtype)
             """,
-    }, why="layers made in a setattr loop, einsum in float64"),
-    "plot_in_cell": Sub({
-        "merge_heads": """
+        },
+        why="layers made in a setattr loop, einsum in float64",
+    ),
+    "plot_in_cell": Sub(
+        {
+            "merge_heads": """
             def merge_heads(x):
                 return torch.cat(x.unbind(dim=1), dim=-1)
 
             plt.plot(merge_heads(torch.randn(1, 2, 3, 4))[0].T)
             plt.show()
             """,
-    }, why="cat of unbound heads, a plot in the cell"),
+        },
+        why="cat of unbound heads, a plot in the cell",
+    ),
     # --- classic bugs -------------------------------------------------------------------------------------
-    "split_without_transpose": Sub({"split_heads": """
+    "split_without_transpose": Sub(
+        {
+            "split_heads": """
         def split_heads(x, num_heads):
             B, L, d_model = x.shape
             return x.reshape(B, num_heads, L, d_model // num_heads)
-        """}, lose={"test_split_heads"}, why="reshape without the transpose"),
-    "merge_without_transpose": Sub({"merge_heads": """
+        """
+        },
+        lose={"test_split_heads"},
+        why="reshape without the transpose",
+    ),
+    "merge_without_transpose": Sub(
+        {
+            "merge_heads": """
         def merge_heads(x):
             B, H, L, d_k = x.shape
             return x.reshape(B, L, H * d_k)
-        """}, lose={"test_merge_heads"}, why="reshape without the transpose"),
-    "mha_scaled_by_d_model": Sub({"multihead_attention": """
+        """
+        },
+        lose={"test_merge_heads"},
+        why="reshape without the transpose",
+    ),
+    "mha_scaled_by_d_model": Sub(
+        {
+            "multihead_attention": """
         def multihead_attention(x, W_q, W_k, W_v, W_o, num_heads):
             q, k, v = (split_heads(x @ W, num_heads) for W in (W_q, W_k, W_v))
             w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(x.shape[-1]), dim=-1)
             return merge_heads(w @ v) @ W_o, w
-        """}, lose={"test_multihead_attention"}, why="sqrt(d_model) instead of sqrt(d_k)"),
-    "mha_forgets_W_o": Sub({"multihead_attention": """
+        """
+        },
+        lose={"test_multihead_attention"},
+        why="sqrt(d_model) instead of sqrt(d_k)",
+    ),
+    "mha_forgets_W_o": Sub(
+        {
+            "multihead_attention": """
         def multihead_attention(x, W_q, W_k, W_v, W_o, num_heads):
             q, k, v = (split_heads(x @ W, num_heads) for W in (W_q, W_k, W_v))
             w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
             return merge_heads(w @ v), w
-        """}, lose={"test_multihead_attention"}),
-    "module_ignores_key": Sub({"MultiHead": """
+        """
+        },
+        lose={"test_multihead_attention"},
+    ),
+    "module_ignores_key": Sub(
+        {
+            "MultiHead": """
         class MultiHead(nn.Module):
             def __init__(self, d_model, num_heads):
                 super().__init__()
@@ -102,8 +139,14 @@ CORPUS = {
                 v = split_heads(self.v_proj(query), self.num_heads)
                 w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
                 return self.out_proj(merge_heads(w @ v)), w
-        """}, lose={"test_MultiHead"}, why="always self-attention: cross-attention is wrong"),
-    "module_wraps_torch": Sub({"MultiHead": """
+        """
+        },
+        lose={"test_MultiHead"},
+        why="always self-attention: cross-attention is wrong",
+    ),
+    "module_wraps_torch": Sub(
+        {
+            "MultiHead": """
         class MultiHead(nn.Module):
             def __init__(self, d_model, num_heads):
                 super().__init__()
@@ -115,5 +158,9 @@ CORPUS = {
                 key = query if key is None else key
                 value = key if value is None else value
                 return self.mha(query, key, value, average_attn_weights=False)
-        """}, lose={"test_MultiHead"}, why="a forbidden torch.nn.MultiheadAttention inside"),
+        """
+        },
+        lose={"test_MultiHead"},
+        why="a forbidden torch.nn.MultiheadAttention inside",
+    ),
 }

@@ -6,8 +6,9 @@ LAST = ("scaling_experiment", "test_scaling_experiment", "d_k_values, num_querie
 
 CORPUS = {
     # --- correct alternatives -----------------------------------------------------------------------------
-    "einsum_float64_print": Sub({
-        "dot_product_variance": """
+    "einsum_float64_print": Sub(
+        {
+            "dot_product_variance": """
             def dot_product_variance(d_k_values, num_samples=20000, seed=0):
                 g = torch.Generator().manual_seed(seed)
                 out = torch.zeros(len(d_k_values))
@@ -19,15 +20,18 @@ CORPUS = {
                 print(out)
                 return out
             """,
-    }, why="float64 draws, einsum, own variance, a print"),
-    "matmul_helpers_chinese": Sub({
-        "scaled_scores": """
+        },
+        why="float64 draws, einsum, own variance, a print",
+    ),
+    "matmul_helpers_chinese": Sub(
+        {
+            "scaled_scores": """
             def scaled_scores(q, k):
                 # 除以 sqrt(d_k)，让方差回到 1
                 d = q.size(-1)
                 return torch.matmul(q, k.transpose(-1, -2)) * d ** -0.5
             """,
-        "saturation_stats": """
+            "saturation_stats": """
             def _entropy(w):
                 return -(w * torch.log(w.clamp_min(1e-30))).sum(-1)
 
@@ -40,9 +44,12 @@ CORPUS = {
                             entropy=float(_entropy(w).median()),
                             grad_norm=float(fro.median()))
             """,
-    }, why="matmul, a clamped log helper, float64 inside, dict(), Chinese comment"),
-    "plain_loops_plot": Sub({
-        "scaling_experiment": """
+        },
+        why="matmul, a clamped log helper, float64 inside, dict(), Chinese comment",
+    ),
+    "plain_loops_plot": Sub(
+        {
+            "scaling_experiment": """
             def scaling_experiment(d_k_values, num_queries=200, num_keys=64, seed=0):
                 g = torch.Generator().manual_seed(seed)
                 rows = []
@@ -59,9 +66,13 @@ CORPUS = {
             plt.plot([1, 2], [1, 2])
             plt.show()
             """,
-    }, why="a table of rows transposed, a plot in the cell"),
+        },
+        why="a table of rows transposed, a plot in the cell",
+    ),
     # --- classic bugs -------------------------------------------------------------------------------------
-    "variance_of_squares": Sub({"dot_product_variance": """
+    "variance_of_squares": Sub(
+        {
+            "dot_product_variance": """
         def dot_product_variance(d_k_values, num_samples=20000, seed=0):
             g = torch.Generator().manual_seed(seed)
             est = []
@@ -69,24 +80,48 @@ CORPUS = {
                 q, k = torch.randn(num_samples, d, generator=g), torch.randn(num_samples, d, generator=g)
                 est.append((q * k).var())
             return torch.stack(est)
-        """}, lose={"test_dot_product_variance"}, why="variance of the products, not of their sums"),
-    "variance_unseeded": Sub({"dot_product_variance": """
+        """
+        },
+        lose={"test_dot_product_variance"},
+        why="variance of the products, not of their sums",
+    ),
+    "variance_unseeded": Sub(
+        {
+            "dot_product_variance": """
         def dot_product_variance(d_k_values, num_samples=20000, seed=0):
             est = []
             for d in d_k_values:
                 q, k = torch.randn(num_samples, d), torch.randn(num_samples, d)
                 est.append((q * k).sum(dim=1).var())
             return torch.stack(est)
-        """}, lose={"test_dot_product_variance"}, why="ignores the seed: not reproducible"),
-    "scores_divided_by_d_k": Sub({"scaled_scores": """
+        """
+        },
+        lose={"test_dot_product_variance"},
+        why="ignores the seed: not reproducible",
+    ),
+    "scores_divided_by_d_k": Sub(
+        {
+            "scaled_scores": """
         def scaled_scores(q, k):
             return q @ k.transpose(-2, -1) / q.shape[-1]
-        """}, lose={"test_scaled_scores"}, why="divides by d_k"),
-    "scores_only_2d": Sub({"scaled_scores": """
+        """
+        },
+        lose={"test_scaled_scores"},
+        why="divides by d_k",
+    ),
+    "scores_only_2d": Sub(
+        {
+            "scaled_scores": """
         def scaled_scores(q, k):
             return q @ k.T / math.sqrt(q.shape[-1])
-        """}, lose={"test_scaled_scores"}, why="k.T: wrong for batched (..., S, d_k) inputs"),
-    "entropy_nan_when_saturated": Sub({"saturation_stats": """
+        """
+        },
+        lose={"test_scaled_scores"},
+        why="k.T: wrong for batched (..., S, d_k) inputs",
+    ),
+    "entropy_nan_when_saturated": Sub(
+        {
+            "saturation_stats": """
         def saturation_stats(q, k, scale=True):
             s = scaled_scores(q, k) if scale else q @ k.T
             w = torch.softmax(s, dim=-1)
@@ -94,8 +129,14 @@ CORPUS = {
             return {"max_weight": w.amax(-1).median().item(),
                     "entropy": (-(w * torch.log(w)).sum(-1)).median().item(),
                     "grad_norm": torch.linalg.matrix_norm(J).median().item()}
-        """}, lose={"test_saturation_stats"}, why="0 * log 0 = nan"),
-    "stats_as_tensors": Sub({"saturation_stats": """
+        """
+        },
+        lose={"test_saturation_stats"},
+        why="0 * log 0 = nan",
+    ),
+    "stats_as_tensors": Sub(
+        {
+            "saturation_stats": """
         def saturation_stats(q, k, scale=True):
             s = scaled_scores(q, k) if scale else q @ k.T
             w = torch.softmax(s, dim=-1)
@@ -103,8 +144,14 @@ CORPUS = {
             return {"max_weight": w.amax(-1).median(),
                     "entropy": -torch.special.xlogy(w, w).sum(-1).median(),
                     "grad_norm": torch.linalg.matrix_norm(J).median()}
-        """}, lose={"test_saturation_stats"}, why="0-d tensors where the lab asks for Python floats"),
-    "experiment_new_draws_unscaled": Sub({"scaling_experiment": """
+        """
+        },
+        lose={"test_saturation_stats"},
+        why="0-d tensors where the lab asks for Python floats",
+    ),
+    "experiment_new_draws_unscaled": Sub(
+        {
+            "scaling_experiment": """
         def scaling_experiment(d_k_values, num_queries=200, num_keys=64, seed=0):
             g = torch.Generator().manual_seed(seed)
             table = {f"{s}_{m}": [] for m in ("scaled", "unscaled") for s in ("max_weight", "entropy", "grad_norm")}
@@ -114,5 +161,9 @@ CORPUS = {
                     table[key + "_scaled"].append(v)
                     table[key + "_unscaled"].append(v)
             return {n: torch.tensor(v) for n, v in table.items()}
-        """}, lose={"test_scaling_experiment"}, why="the unscaled curves are the scaled ones"),
+        """
+        },
+        lose={"test_scaling_experiment"},
+        why="the unscaled curves are the scaled ones",
+    ),
 }

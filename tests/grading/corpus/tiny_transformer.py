@@ -6,8 +6,9 @@ LAST = ("train_reversal", "test_train_reversal", "p, num_heads, seq_len, steps, 
 
 CORPUS = {
     # --- correct alternatives -----------------------------------------------------------------------------
-    "var_correction_print": Sub({
-        "layer_norm": """
+    "var_correction_print": Sub(
+        {
+            "layer_norm": """
             def layer_norm(x, gamma, beta, eps=1e-5):
                 mean = x.mean(-1, keepdim=True)
                 var = x.var(-1, keepdim=True, unbiased=False)
@@ -15,9 +16,12 @@ CORPUS = {
                 print("normalised", y.shape, y.flatten()[:3])
                 return y * gamma + beta
             """,
-    }, why="var(unbiased=False), rsqrt, a print of a tensor"),
-    "own_attention_chinese": Sub({
-        "encoder_block": """
+        },
+        why="var(unbiased=False), rsqrt, a print of a tensor",
+    ),
+    "own_attention_chinese": Sub(
+        {
+            "encoder_block": """
             def encoder_block(x, p, num_heads, mask=None):
                 B, L, D = x.shape
                 d_k = D // num_heads
@@ -34,9 +38,12 @@ CORPUS = {
                 h = layer_norm(x, p["norm2.weight"], p["norm2.bias"])
                 return x + lin(F.relu(lin(h, "linear1")), "linear2")
             """,
-    }, why="own masked attention, F.linear through a lambda, Chinese comments"),
-    "forward_own_pe_and_sgd_plot": Sub({
-        "tiny_forward": """
+        },
+        why="own masked attention, F.linear through a lambda, Chinese comments",
+    ),
+    "forward_own_pe_and_sgd_plot": Sub(
+        {
+            "tiny_forward": """
             def tiny_forward(tokens, p, num_heads, mask=None):
                 L = tokens.shape[1]
                 E = p["embed.weight"]
@@ -50,7 +57,7 @@ CORPUS = {
                     h = encoder_block(h, block_params(p, l), num_heads, mask)
                 return layer_norm(h, p["final_norm.weight"], p["final_norm.bias"]) @ p["head.weight"].T + p["head.bias"]
             """,
-        "train_reversal": """
+            "train_reversal": """
             def train_reversal(p, num_heads, seq_len, steps, lr=1e-2, batch_size=64, seed=0):
                 for t in p.values():
                     t.requires_grad_(True)
@@ -71,19 +78,35 @@ CORPUS = {
             plt.plot([3.0, 2.0, 1.0])
             plt.show()
             """,
-    }, why="its own positional encoding, flatten, float(loss), a plot"),
+        },
+        why="its own positional encoding, flatten, float(loss), a plot",
+    ),
     # --- classic bugs -------------------------------------------------------------------------------------
-    "norm_unbiased_variance": Sub({"layer_norm": """
+    "norm_unbiased_variance": Sub(
+        {
+            "layer_norm": """
         def layer_norm(x, gamma, beta, eps=1e-5):
             return gamma * (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True) + eps) + beta
-        """}, lose={"test_layer_norm"}, why="the unbiased variance (d - 1)"),
-    "norm_eps_outside": Sub({"layer_norm": """
+        """
+        },
+        lose={"test_layer_norm"},
+        why="the unbiased variance (d - 1)",
+    ),
+    "norm_eps_outside": Sub(
+        {
+            "layer_norm": """
         def layer_norm(x, gamma, beta, eps=1e-5):
             mu = x.mean(dim=-1, keepdim=True)
             sd = ((x - mu) ** 2).mean(dim=-1, keepdim=True).sqrt()
             return gamma * (x - mu) / (sd + eps) + beta
-        """}, lose={"test_layer_norm"}, why="eps outside the square root"),
-    "block_ignores_mask": Sub({"encoder_block": """
+        """
+        },
+        lose={"test_layer_norm"},
+        why="eps outside the square root",
+    ),
+    "block_ignores_mask": Sub(
+        {
+            "encoder_block": """
         def encoder_block(x, p, num_heads, mask=None):
             def linear(h, name):
                 return h @ p[f"{name}.weight"].T + p[f"{name}.bias"]
@@ -94,17 +117,28 @@ CORPUS = {
             x = x + linear(qkv.merge_heads(qkv.scaled_dot_product_attention(q, k, v)), "self_attn.out_proj")
             h = layer_norm(x, p["norm2.weight"], p["norm2.bias"])
             return x + linear(torch.relu(linear(h, "linear1")), "linear2")
-        """}, lose={"test_encoder_block"}, why="drops the mask"),
-    "forward_without_positions": Sub({"tiny_forward": """
+        """
+        },
+        lose={"test_encoder_block"},
+        why="drops the mask",
+    ),
+    "forward_without_positions": Sub(
+        {
+            "tiny_forward": """
         def tiny_forward(tokens, p, num_heads, mask=None):
             h = p["embed.weight"][tokens]
             for l in range(count_layers(p)):
                 h = encoder_block(h, block_params(p, l), num_heads, mask)
             h = layer_norm(h, p["final_norm.weight"], p["final_norm.bias"])
             return h @ p["head.weight"].T + p["head.bias"]
-        """}, lose={"test_tiny_forward", "test_train_reversal"},
-        why="no positional encoding: the forward is wrong, and training it cannot learn reversal"),
-    "forward_drops_mask": Sub({"tiny_forward": """
+        """
+        },
+        lose={"test_tiny_forward", "test_train_reversal"},
+        why="no positional encoding: the forward is wrong, and training it cannot learn reversal",
+    ),
+    "forward_drops_mask": Sub(
+        {
+            "tiny_forward": """
         def tiny_forward(tokens, p, num_heads, mask=None):
             B, L = tokens.shape
             h = p["embed.weight"][tokens] + qkv.sinusoidal_positional_encoding(L, p["embed.weight"].shape[1])
@@ -112,8 +146,14 @@ CORPUS = {
                 h = encoder_block(h, block_params(p, l), num_heads)
             h = layer_norm(h, p["final_norm.weight"], p["final_norm.bias"])
             return h @ p["head.weight"].T + p["head.bias"]
-        """}, lose={"test_tiny_forward"}, why="does not pass the mask to the blocks (training uses none)"),
-    "train_positions_as_classes": Sub({"train_reversal": """
+        """
+        },
+        lose={"test_tiny_forward"},
+        why="does not pass the mask to the blocks (training uses none)",
+    ),
+    "train_positions_as_classes": Sub(
+        {
+            "train_reversal": """
         def train_reversal(p, num_heads, seq_len, steps, lr=1e-2, batch_size=64, seed=0):
             params = [t.requires_grad_(True) for t in p.values()]
             opt = torch.optim.Adam(params, lr=lr)
@@ -128,8 +168,14 @@ CORPUS = {
                 opt.step()
                 losses.append(loss.item())
             return losses
-        """}, lose={"test_train_reversal"}, why="(B, L, V) logits into cross_entropy: positions taken as classes"),
-    "train_no_zero_grad_tensor_losses": Sub({"train_reversal": """
+        """
+        },
+        lose={"test_train_reversal"},
+        why="(B, L, V) logits into cross_entropy: positions taken as classes",
+    ),
+    "train_no_zero_grad_tensor_losses": Sub(
+        {
+            "train_reversal": """
         def train_reversal(p, num_heads, seq_len, steps, lr=1e-2, batch_size=64, seed=0):
             params = [t.requires_grad_(True) for t in p.values()]
             opt = torch.optim.Adam(params, lr=lr)
@@ -143,5 +189,9 @@ CORPUS = {
                 opt.step()
                 losses.append(loss)
             return losses
-        """}, lose={"test_train_reversal"}, why="tensors with grad as losses, where the lab asks for floats"),
+        """
+        },
+        lose={"test_train_reversal"},
+        why="tensors with grad as losses, where the lab asks for floats",
+    ),
 }

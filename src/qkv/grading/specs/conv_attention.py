@@ -19,10 +19,18 @@ from qkv.grading.spec import Case, Item, LabSpec, Manual, randn
 from qkv.grading.specs.contracts import float_tensor, integer_tensor
 
 FORBID = (
-    "torch.nn.functional.conv1d", "torch.nn.functional.conv2d", "torch.conv1d", "torch.conv2d",
-    "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.functional.conv_transpose1d",
-    "torch.nn.functional.conv_transpose2d", "torch.nn.functional.unfold", "torch.nn.Unfold", "torch.Tensor.unfold",
-)  # fmt: skip
+    "torch.nn.functional.conv1d",
+    "torch.nn.functional.conv2d",
+    "torch.conv1d",
+    "torch.conv2d",
+    "torch.nn.Conv1d",
+    "torch.nn.Conv2d",
+    "torch.nn.functional.conv_transpose1d",
+    "torch.nn.functional.conv_transpose2d",
+    "torch.nn.functional.unfold",
+    "torch.nn.Unfold",
+    "torch.Tensor.unfold",
+)
 
 
 def _int(g: torch.Generator, lo: int, hi: int) -> int:
@@ -147,18 +155,59 @@ def field_reference(patterns):
 SPEC = LabSpec(
     lab="conv_attention",
     items=(
-        Item("test_relative_scores", 2, "relative_scores", scores_cases, scores_reference, forbid=FORBID,
-             describe="the (L, L) scores -alpha ((j - i) - shift)^2, rows i, columns j"),
-        Item("test_shift_weights", 2, "shift_weights", shift_cases, shift_reference, atol=0, rtol=0, forbid=FORBID,
-             call=float_tensor, describe="a float tensor with ones at (i, i + shift) where that key exists, zero rows elsewhere (no wrap-around)"),
-        Item("test_attention_conv1d", 3, "attention_conv1d", conv1d_cases, conv1d_reference, forbid=FORBID,
-             call=with_true_shifts,
-             describe="the sum of K shift-heads equals conv1d with zero padding K // 2"),
-        Item("test_attention_conv2d", 4, "attention_conv2d", conv2d_cases, conv2d_reference, forbid=FORBID,
-             call=with_true_shifts,
-             describe="K * K shift-heads over the pixel sequence equal conv2d with zero padding K // 2"),
-        Item("test_receptive_field", 2, "receptive_field", field_cases, field_reference, atol=0, rtol=0,
-             forbid=FORBID, call=integer_tensor, describe="an integer tensor: the number of inputs that reach each output of the last layer"),
+        Item(
+            "test_relative_scores",
+            2,
+            "relative_scores",
+            scores_cases,
+            scores_reference,
+            forbid=FORBID,
+            describe="the (L, L) scores -alpha ((j - i) - shift)^2, rows i, columns j",
+        ),
+        Item(
+            "test_shift_weights",
+            2,
+            "shift_weights",
+            shift_cases,
+            shift_reference,
+            atol=0,
+            rtol=0,
+            forbid=FORBID,
+            call=float_tensor,
+            describe="a float tensor with ones at (i, i + shift) where that key exists, zero rows elsewhere (no wrap-around)",
+        ),
+        Item(
+            "test_attention_conv1d",
+            3,
+            "attention_conv1d",
+            conv1d_cases,
+            conv1d_reference,
+            forbid=FORBID,
+            call=with_true_shifts,
+            describe="the sum of K shift-heads equals conv1d with zero padding K // 2",
+        ),
+        Item(
+            "test_attention_conv2d",
+            4,
+            "attention_conv2d",
+            conv2d_cases,
+            conv2d_reference,
+            forbid=FORBID,
+            call=with_true_shifts,
+            describe="K * K shift-heads over the pixel sequence equal conv2d with zero padding K // 2",
+        ),
+        Item(
+            "test_receptive_field",
+            2,
+            "receptive_field",
+            field_cases,
+            field_reference,
+            atol=0,
+            rtol=0,
+            forbid=FORBID,
+            call=integer_tensor,
+            describe="an integer tensor: the number of inputs that reach each output of the last layer",
+        ),
         Manual("written_cordonnier", 3, title="What Cordonnier et al. proved, and what they did not"),
     ),
-)  # fmt: skip
+)

@@ -81,19 +81,29 @@ def _random_mask(g: torch.Generator, L: int, S: int, full_rows: tuple[int, ...] 
 
 def attention_cases(g: torch.Generator) -> list[Case]:
     return [
-        Case((randn(g, 5, 16), randn(g, 7, 16), randn(g, 7, 3), None), label="no mask, L = 5, S = 7, d_k = 16, d_v = 3"),
+        Case(
+            (randn(g, 5, 16), randn(g, 7, 16), randn(g, 7, 3), None), label="no mask, L = 5, S = 7, d_k = 16, d_v = 3"
+        ),
         Case((randn(g, 6, 8), randn(g, 6, 8), randn(g, 6, 4), qkv.causal_mask(6)), label="a causal mask"),
-        Case((randn(g, 5, 8, scale=3.0), randn(g, 9, 8), randn(g, 9, 2), _random_mask(g, 5, 9, (3,))),
-             label="a random mask with one fully masked row"),
-        Case((randn(g, 2, 3, 4, 8), randn(g, 2, 3, 6, 8), randn(g, 2, 3, 6, 5), _random_mask(g, 4, 6, (0, 2))),
-             label="batch 2 x 3 heads under one (L, S) mask with two fully masked rows"),
-        Case((randn(g, 4, 4), randn(g, 4, 4), randn(g, 4, 2), torch.zeros(4, 4, dtype=torch.bool)),
-             label="every key masked for every query"),
+        Case(
+            (randn(g, 5, 8, scale=3.0), randn(g, 9, 8), randn(g, 9, 2), _random_mask(g, 5, 9, (3,))),
+            label="a random mask with one fully masked row",
+        ),
+        Case(
+            (randn(g, 2, 3, 4, 8), randn(g, 2, 3, 6, 8), randn(g, 2, 3, 6, 5), _random_mask(g, 4, 6, (0, 2))),
+            label="batch 2 x 3 heads under one (L, S) mask with two fully masked rows",
+        ),
+        Case(
+            (randn(g, 4, 4), randn(g, 4, 4), randn(g, 4, 2), torch.zeros(4, 4, dtype=torch.bool)),
+            label="every key masked for every query",
+        ),
         # Scores of about +-1e3: exp overflows (in float32 above 88, in float64 above 709) without the
         # max-subtraction the lab asks for, and gives NaN weights.
-        Case((randn(g, 6, 8, scale=1000.0), randn(g, 7, 8), randn(g, 7, 3), _random_mask(g, 6, 7, (4,))),
-             label="huge scores (exp overflows without the max-subtraction) and a fully masked row"),
-    ]  # fmt: skip
+        Case(
+            (randn(g, 6, 8, scale=1000.0), randn(g, 7, 8), randn(g, 7, 3), _random_mask(g, 6, 7, (4,))),
+            label="huge scores (exp overflows without the max-subtraction) and a fully masked row",
+        ),
+    ]
 
 
 def attention_reference(q, k, v, mask=None):
@@ -162,17 +172,61 @@ def leak_reference(x, x_new, t, mask):
 SPEC = LabSpec(
     lab="masks",
     items=(
-        Item("test_causal_mask", 2, "causal_mask", causal_cases, causal_reference, atol=0, rtol=0,
-             forbid=FORBID_MASKS, call=bool_tensor, describe="a boolean (L, L) mask, True where j <= i"),
-        Item("test_local_mask", 2, "local_mask", local_cases, local_reference, atol=0, rtol=0,
-             forbid=FORBID_MASKS, call=bool_tensor, describe="a boolean (L, L) mask, True where |i - j| <= window"),
-        Item("test_graph_mask", 2, "graph_mask", graph_cases, graph_reference, atol=0, rtol=0,
-             forbid=FORBID_MASKS, call=bool_tensor, describe="a boolean mask, True where adjacency[i, j] is nonzero (not transposed), plus the diagonal if self_loops"),
-        Item("test_masked_attention", 4, "masked_attention", attention_cases, attention_reference,
-             forbid=FORBID_ATTENTION,
-             describe="(out, weights) with masked scores at -inf, scaled by 1/sqrt(d_k); a fully masked row gives zeros"),
-        Item("test_future_leak", 2, "future_leak", leak_cases, leak_reference, forbid=FORBID_ATTENTION,
-             call=leak_with_true_attention, describe="as a Python float, the largest change of the outputs at positions 0..t when the tokens after t change"),
+        Item(
+            "test_causal_mask",
+            2,
+            "causal_mask",
+            causal_cases,
+            causal_reference,
+            atol=0,
+            rtol=0,
+            forbid=FORBID_MASKS,
+            call=bool_tensor,
+            describe="a boolean (L, L) mask, True where j <= i",
+        ),
+        Item(
+            "test_local_mask",
+            2,
+            "local_mask",
+            local_cases,
+            local_reference,
+            atol=0,
+            rtol=0,
+            forbid=FORBID_MASKS,
+            call=bool_tensor,
+            describe="a boolean (L, L) mask, True where |i - j| <= window",
+        ),
+        Item(
+            "test_graph_mask",
+            2,
+            "graph_mask",
+            graph_cases,
+            graph_reference,
+            atol=0,
+            rtol=0,
+            forbid=FORBID_MASKS,
+            call=bool_tensor,
+            describe="a boolean mask, True where adjacency[i, j] is nonzero (not transposed), plus the diagonal if self_loops",
+        ),
+        Item(
+            "test_masked_attention",
+            4,
+            "masked_attention",
+            attention_cases,
+            attention_reference,
+            forbid=FORBID_ATTENTION,
+            describe="(out, weights) with masked scores at -inf, scaled by 1/sqrt(d_k); a fully masked row gives zeros",
+        ),
+        Item(
+            "test_future_leak",
+            2,
+            "future_leak",
+            leak_cases,
+            leak_reference,
+            forbid=FORBID_ATTENTION,
+            call=leak_with_true_attention,
+            describe="as a Python float, the largest change of the outputs at positions 0..t when the tokens after t change",
+        ),
         Manual("written_fully_masked", 2, title="Fully masked rows: -1e9, NaN or zero"),
     ),
-)  # fmt: skip
+)

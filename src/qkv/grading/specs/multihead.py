@@ -19,8 +19,10 @@ FORBID = TORCH_ATTENTION + QKV_ATTENTION + ("qkv.split_heads", "qkv.merge_heads"
 
 
 def split_cases(g: torch.Generator) -> list[Case]:
-    return [Case((randn(g, B, L, d), H), label=f"(B, L, d_model) = ({B}, {L}, {d}) into {H} heads")
-            for B, L, d, H in ((3, 5, 24, 4), (2, 7, 12, 3), (1, 4, 16, 8), (2, 3, 6, 1))]  # fmt: skip
+    return [
+        Case((randn(g, B, L, d), H), label=f"(B, L, d_model) = ({B}, {L}, {d}) into {H} heads")
+        for B, L, d, H in ((3, 5, 24, 4), (2, 7, 12, 3), (1, 4, 16, 8), (2, 3, 6, 1))
+    ]
 
 
 def split_reference(x, num_heads):
@@ -29,8 +31,10 @@ def split_reference(x, num_heads):
 
 
 def merge_cases(g: torch.Generator) -> list[Case]:
-    return [Case((randn(g, B, H, L, d_k),), label=f"(B, H, L, d_k) = ({B}, {H}, {L}, {d_k})")
-            for B, H, L, d_k in ((3, 4, 7, 4), (2, 2, 5, 3), (1, 8, 3, 2), (2, 1, 4, 6))]  # fmt: skip
+    return [
+        Case((randn(g, B, H, L, d_k),), label=f"(B, H, L, d_k) = ({B}, {H}, {L}, {d_k})")
+        for B, H, L, d_k in ((3, 4, 7, 4), (2, 2, 5, 3), (1, 8, 3, 2), (2, 1, 4, 6))
+    ]
 
 
 def merge_reference(x):
@@ -53,6 +57,7 @@ def mha_cases(g: torch.Generator) -> list[Case]:
 def with_true_heads(multihead_attention, *args):
     """Runs in the sandbox: the student's attention with a correct ``split_heads`` and ``merge_heads`` in place
     of theirs (an error in exercise 1 or 2 costs that exercise only)."""
+
     def split_heads(x, num_heads):
         B, L, d_model = x.shape
         return x.reshape(B, L, num_heads, d_model // num_heads).transpose(1, 2)  # (B, H, L, d_k)
@@ -93,8 +98,12 @@ def module_cases(g: torch.Generator) -> list[Case]:
             cases.append(Case((d, H, state, query), label=f"self-attention (key and value left out), {H} heads"))
         else:
             memory = randn(g, B, S, d)
-            cases.append(Case((d, H, state, query, memory, memory),
-                              label=f"cross-attention, L = {L} queries, S = {S} keys, {H} heads"))  # fmt: skip
+            cases.append(
+                Case(
+                    (d, H, state, query, memory, memory),
+                    label=f"cross-attention, L = {L} queries, S = {S} keys, {H} heads",
+                )
+            )
     return cases
 
 
@@ -142,15 +151,48 @@ def module_reference(d_model, num_heads, state, query, key=None, value=None):
 SPEC = LabSpec(
     lab="multihead",
     items=(
-        Item("test_split_heads", 2, "split_heads", split_cases, split_reference, atol=0.0, rtol=0.0, forbid=FORBID,
-             describe="(B, L, d_model) to (B, H, L, d_k), head h holding features h*d_k to (h+1)*d_k of each token"),
-        Item("test_merge_heads", 2, "merge_heads", merge_cases, merge_reference, atol=0.0, rtol=0.0, forbid=FORBID,
-             describe="(B, H, L, d_k) to (B, L, H*d_k), the exact inverse of split_heads"),
-        Item("test_multihead_attention", 3, "multihead_attention", mha_cases, mha_reference, forbid=FORBID,
-             call=with_true_heads,
-             describe="(out, weights) equal to torch.nn.MultiheadAttention's (no bias) with the same weights"),
-        Item("test_MultiHead", 3, "MultiHead", module_cases, module_reference, forbid=FORBID, call=build_and_run,
-             describe="a module with q_proj, k_proj, v_proj, out_proj that matches torch.nn.MultiheadAttention"),
+        Item(
+            "test_split_heads",
+            2,
+            "split_heads",
+            split_cases,
+            split_reference,
+            atol=0.0,
+            rtol=0.0,
+            forbid=FORBID,
+            describe="(B, L, d_model) to (B, H, L, d_k), head h holding features h*d_k to (h+1)*d_k of each token",
+        ),
+        Item(
+            "test_merge_heads",
+            2,
+            "merge_heads",
+            merge_cases,
+            merge_reference,
+            atol=0.0,
+            rtol=0.0,
+            forbid=FORBID,
+            describe="(B, H, L, d_k) to (B, L, H*d_k), the exact inverse of split_heads",
+        ),
+        Item(
+            "test_multihead_attention",
+            3,
+            "multihead_attention",
+            mha_cases,
+            mha_reference,
+            forbid=FORBID,
+            call=with_true_heads,
+            describe="(out, weights) equal to torch.nn.MultiheadAttention's (no bias) with the same weights",
+        ),
+        Item(
+            "test_MultiHead",
+            3,
+            "MultiHead",
+            module_cases,
+            module_reference,
+            forbid=FORBID,
+            call=build_and_run,
+            describe="a module with q_proj, k_proj, v_proj, out_proj that matches torch.nn.MultiheadAttention",
+        ),
         Manual("written_heads", 3, title="Parameters, heads and the transpose"),
     ),
-)  # fmt: skip
+)

@@ -21,8 +21,9 @@ FORBID = ("qkv.sinusoidal_positional_encoding", "qkv.sinusoidal_shift_matrix")
 
 
 def encoding_cases(g: torch.Generator) -> list[Case]:
-    return [Case((P, d), label=f"{P} positions, d_model = {d}")
-            for P, d in ((50, 8), (100, 64), (7, 2), (300, 16), (1, 4))]  # fmt: skip
+    return [
+        Case((P, d), label=f"{P} positions, d_model = {d}") for P, d in ((50, 8), (100, 64), (7, 2), (300, 16), (1, 4))
+    ]
 
 
 def encoding_reference(num_positions, d_model):
@@ -30,8 +31,9 @@ def encoding_reference(num_positions, d_model):
 
 
 def shift_cases(g: torch.Generator) -> list[Case]:
-    return [Case((k, d), label=f"k = {k}, d_model = {d}")
-            for k, d in ((1, 2), (7, 32), (-11, 8), (0, 4), (40, 64), (3, 16))]  # fmt: skip
+    return [
+        Case((k, d), label=f"k = {k}, d_model = {d}") for k, d in ((1, 2), (7, 32), (-11, 8), (0, 4), (40, 64), (3, 16))
+    ]
 
 
 def shift_reference(k, d_model):
@@ -39,8 +41,10 @@ def shift_reference(k, d_model):
 
 
 def offset_cases(g: torch.Generator) -> list[Case]:
-    return [Case((k, d), label=f"k = {k}, d_model = {d}")
-            for k, d in ((13, 64), (2, 4), (100, 128), (-5, 32), (0, 16), (1, 2))]  # fmt: skip
+    return [
+        Case((k, d), label=f"k = {k}, d_model = {d}")
+        for k, d in ((13, 64), (2, 4), (100, 128), (-5, 32), (0, 16), (1, 2))
+    ]
 
 
 def offset_reference(k, d_model):
@@ -55,7 +59,9 @@ def permutation_cases(g: torch.Generator) -> list[Case]:
         W = (randn(g, d, d_k, scale=2 / math.sqrt(d)), randn(g, d, d_k, scale=2 / math.sqrt(d)), randn(g, d, d_v))
         perm = torch.randperm(L, generator=g)
         for use in (False, True):
-            cases.append(Case((x, perm, *W, use), label=f"L = {L}, d_model = {d}, {'with' if use else 'without'} positions"))
+            cases.append(
+                Case((x, perm, *W, use), label=f"L = {L}, d_model = {d}, {'with' if use else 'without'} positions")
+            )
     return cases
 
 
@@ -97,16 +103,54 @@ def permutation_reference(x, perm, W_q, W_k, W_v, use_positions):
 SPEC = LabSpec(
     lab="positional",
     items=(
-        Item("test_sinusoidal_encoding", 3, "sinusoidal_encoding", encoding_cases, encoding_reference,
-             atol=1e-4, rtol=0.0, forbid=FORBID, call=float32_tensor,
-             describe="the float32 (num_positions, d_model) table: sin on even columns, cos on odd, w_i = 10000^(-2i/d_model)"),
-        Item("test_shift_matrix", 3, "shift_matrix", shift_cases, shift_reference, atol=1e-5, rtol=0.0, forbid=FORBID,
-             call=float32_tensor, describe="the float32 block-diagonal rotation M_k with pe[p + k] = pe[p] @ M_k.T"),
-        Item("test_offset_dot", 2, "offset_dot", offset_cases, offset_reference, atol=1e-4, rtol=1e-6, forbid=FORBID,
-             call=python_float, describe="PE[p] . PE[p + k] = sum_i cos(k w_i) as a Python float"),
-        Item("test_permutation_test", 3, "permutation_test", permutation_cases, permutation_reference,
-             atol=1e-4, rtol=1e-3, forbid=FORBID, call=with_true_encoding,
-             describe="as a Python float, the largest gap |f(h(x[perm])) - f(h(x))[perm]|, with positions added after shuffling"),
+        Item(
+            "test_sinusoidal_encoding",
+            3,
+            "sinusoidal_encoding",
+            encoding_cases,
+            encoding_reference,
+            atol=1e-4,
+            rtol=0.0,
+            forbid=FORBID,
+            call=float32_tensor,
+            describe="the float32 (num_positions, d_model) table: sin on even columns, cos on odd, w_i = 10000^(-2i/d_model)",
+        ),
+        Item(
+            "test_shift_matrix",
+            3,
+            "shift_matrix",
+            shift_cases,
+            shift_reference,
+            atol=1e-5,
+            rtol=0.0,
+            forbid=FORBID,
+            call=float32_tensor,
+            describe="the float32 block-diagonal rotation M_k with pe[p + k] = pe[p] @ M_k.T",
+        ),
+        Item(
+            "test_offset_dot",
+            2,
+            "offset_dot",
+            offset_cases,
+            offset_reference,
+            atol=1e-4,
+            rtol=1e-6,
+            forbid=FORBID,
+            call=python_float,
+            describe="PE[p] . PE[p + k] = sum_i cos(k w_i) as a Python float",
+        ),
+        Item(
+            "test_permutation_test",
+            3,
+            "permutation_test",
+            permutation_cases,
+            permutation_reference,
+            atol=1e-4,
+            rtol=1e-3,
+            forbid=FORBID,
+            call=with_true_encoding,
+            describe="as a Python float, the largest gap |f(h(x[perm])) - f(h(x))[perm]|, with positions added after shuffling",
+        ),
         Manual("written_add_vs_concat", 2, title="Adding versus concatenating positions"),
     ),
-)  # fmt: skip
+)

@@ -19,13 +19,19 @@ FORBID = QKV_ATTENTION + TORCH_ATTENTION
 
 def project_cases(g: torch.Generator) -> list[Case]:
     return [
-        Case((randn(g, 7, 6), randn(g, 6, 4), randn(g, 6, 4), randn(g, 6, 5)),
-             label="7 tokens of width 6, d_k = 4, d_v = 5"),
-        Case((randn(g, 1, 3), randn(g, 3, 2), randn(g, 3, 2), randn(g, 3, 7)),
-             label="a single token, d_model = 3, d_k = 2, d_v = 7"),
-        Case((randn(g, 5, 8, scale=3.0), randn(g, 8, 8), randn(g, 8, 8), randn(g, 8, 3)),
-             label="5 tokens of width 8, d_k = d_model = 8, d_v = 3"),
-    ]  # fmt: skip
+        Case(
+            (randn(g, 7, 6), randn(g, 6, 4), randn(g, 6, 4), randn(g, 6, 5)),
+            label="7 tokens of width 6, d_k = 4, d_v = 5",
+        ),
+        Case(
+            (randn(g, 1, 3), randn(g, 3, 2), randn(g, 3, 2), randn(g, 3, 7)),
+            label="a single token, d_model = 3, d_k = 2, d_v = 7",
+        ),
+        Case(
+            (randn(g, 5, 8, scale=3.0), randn(g, 8, 8), randn(g, 8, 8), randn(g, 8, 3)),
+            label="5 tokens of width 8, d_k = d_model = 8, d_v = 3",
+        ),
+    ]
 
 
 def project_reference(x, W_q, W_k, W_v):
@@ -123,18 +129,54 @@ def agree_reference(q, k, v):
 SPEC = LabSpec(
     lab="qkv_scores",
     items=(
-        Item("test_project", 2, "project", project_cases, project_reference, forbid=FORBID,
-             describe="the tuple (q, k, v) = (x W_q, x W_k, x W_v) with shapes (L, d_k), (L, d_k), (L, d_v)"),
-        Item("test_score_matrix_rows", 2, "score_matrix_rows", score_cases, score_reference, forbid=FORBID,
-             describe="the unscaled scores q k^T, shape (L, S)"),
-        Item("test_attention_rows", 3, "attention_rows", rows_cases, rows_reference, forbid=FORBID,
-             call=rows_with_true_scores,
-             describe="(out, weights) of softmax(q k^T / sqrt(d_k)) v, softmax along each row"),
-        Item("test_attention_columns", 3, "attention_columns", columns_cases, columns_reference, forbid=FORBID,
-             describe="O = V softmax(K^T Q / sqrt(d_k)) with the softmax down each column, shape (d_v, L)"),
-        Item("test_conventions_agree", 1, "attention_columns", agree_cases, agree_reference, forbid=FORBID,
-             call=both_conventions, title="the two conventions agree",
-             describe="attention_columns on the transposed inputs equals attention_rows' output transposed"),
+        Item(
+            "test_project",
+            2,
+            "project",
+            project_cases,
+            project_reference,
+            forbid=FORBID,
+            describe="the tuple (q, k, v) = (x W_q, x W_k, x W_v) with shapes (L, d_k), (L, d_k), (L, d_v)",
+        ),
+        Item(
+            "test_score_matrix_rows",
+            2,
+            "score_matrix_rows",
+            score_cases,
+            score_reference,
+            forbid=FORBID,
+            describe="the unscaled scores q k^T, shape (L, S)",
+        ),
+        Item(
+            "test_attention_rows",
+            3,
+            "attention_rows",
+            rows_cases,
+            rows_reference,
+            forbid=FORBID,
+            call=rows_with_true_scores,
+            describe="(out, weights) of softmax(q k^T / sqrt(d_k)) v, softmax along each row",
+        ),
+        Item(
+            "test_attention_columns",
+            3,
+            "attention_columns",
+            columns_cases,
+            columns_reference,
+            forbid=FORBID,
+            describe="O = V softmax(K^T Q / sqrt(d_k)) with the softmax down each column, shape (d_v, L)",
+        ),
+        Item(
+            "test_conventions_agree",
+            1,
+            "attention_columns",
+            agree_cases,
+            agree_reference,
+            forbid=FORBID,
+            call=both_conventions,
+            title="the two conventions agree",
+            describe="attention_columns on the transposed inputs equals attention_rows' output transposed",
+        ),
         Manual("written_conventions", 2, title="Why K^T Q and Q K^T are one computation"),
     ),
-)  # fmt: skip
+)

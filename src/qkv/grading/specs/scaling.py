@@ -30,7 +30,7 @@ def _seed(g: torch.Generator) -> int:
 def _same_twice(case, got, expected):
     """The experiment was run twice with one seed: both runs must give the same numbers."""
     first, second = got
-    flat = lambda x: np.concatenate([np.ravel(a) for a in x]) if isinstance(x, list) else np.ravel(x)  # noqa: E731
+    flat = lambda x: np.concatenate([np.ravel(a) for a in x]) if isinstance(x, list) else np.ravel(x)
     if not np.array_equal(flat(first), flat(second)):
         return "two calls with the same seed gave different results: draw from a generator seeded with `seed`"
     return None
@@ -78,10 +78,13 @@ def stats_cases(g: torch.Generator) -> list[Case]:
         Case((randn(g, 51, 32), randn(g, 10, 32)), label="51 queries, 10 keys, d_k = 32, default scale"),
         Case((randn(g, 51, 32), randn(g, 10, 32)), {"scale": True}, label="scale=True"),
         Case((randn(g, 101, 16), randn(g, 64, 16)), {"scale": False}, label="scale=False, d_k = 16"),
-        Case((randn(g, 21, 8, scale=30.0), randn(g, 12, 8)), {"scale": False},
-             label="saturated weights (some underflow to exactly 0)"),
+        Case(
+            (randn(g, 21, 8, scale=30.0), randn(g, 12, 8)),
+            {"scale": False},
+            label="saturated weights (some underflow to exactly 0)",
+        ),
         Case((torch.zeros(5, 4), torch.eye(4)), {"scale": True}, label="uniform weights"),
-    ]  # fmt: skip
+    ]
 
 
 def stats_tuple(saturation_stats, q, k, **kwargs):
@@ -123,8 +126,13 @@ def experiment_cases(g: torch.Generator) -> list[Case]:
     # the six statistics was 0.027 (entropy without scaling at d_k = 256); atol = 0.15 is more than five.
     # Dividing by d_k instead of sqrt(d_k) moves the scaled entropy by 0.47, leaving out the scaling moves the
     # scaled largest weight by 0.9: both far outside the tolerance.
-    return [Case(([256, 1024],), {"num_queries": 401, "num_keys": 128, "seed": _seed(g)},
-                 label="d_k = 256 and 1024, 401 queries, 128 keys, run twice with one seed")]  # fmt: skip
+    return [
+        Case(
+            ([256, 1024],),
+            {"num_queries": 401, "num_keys": 128, "seed": _seed(g)},
+            label="d_k = 256 and 1024, 401 queries, 128 keys, run twice with one seed",
+        )
+    ]
 
 
 def experiment_twice(scaling_experiment, d_k_values, **kwargs):
@@ -140,9 +148,11 @@ def experiment_twice(scaling_experiment, d_k_values, **kwargs):
     def saturation_stats(q, k, scale=True):
         w = torch.softmax(scaled_scores(q, k) if scale else q @ k.T, dim=-1)  # (N, S)
         jacobian = torch.diag_embed(w) - w[:, :, None] * w[:, None, :]  # (N, S, S)
-        return {"max_weight": w.amax(dim=-1).median().item(),
-                "entropy": (-torch.special.xlogy(w, w).sum(dim=-1)).median().item(),
-                "grad_norm": torch.linalg.matrix_norm(jacobian).median().item()}  # fmt: skip
+        return {
+            "max_weight": w.amax(dim=-1).median().item(),
+            "entropy": (-torch.special.xlogy(w, w).sum(dim=-1)).median().item(),
+            "grad_norm": torch.linalg.matrix_norm(jacobian).median().item(),
+        }
 
     keys = [f"{s}_{m}" for m in ("scaled", "unscaled") for s in ("max_weight", "entropy", "grad_norm")]
     helpers = {"scaled_scores": scaled_scores, "saturation_stats": saturation_stats}
@@ -184,16 +194,51 @@ def experiment_reference(d_k_values, num_queries=200, num_keys=64, seed=0):
 SPEC = LabSpec(
     lab="scaling",
     items=(
-        Item("test_dot_product_variance", 3, "dot_product_variance", variance_cases, variance_reference,
-             atol=0.0, rtol=0.1, forbid=FORBID, call=variance_twice, check=_same_twice,
-             describe="Monte Carlo estimates of Var(q.k), close to d_k, reproducible with the seed"),
-        Item("test_scaled_scores", 2, "scaled_scores", scores_cases, scores_reference, forbid=FORBID,
-             describe="q k^T / sqrt(d_k) with any batch dimensions, shape (..., L, S)"),
-        Item("test_saturation_stats", 3, "saturation_stats", stats_cases, stats_reference, forbid=FORBID,
-             call=stats_tuple, describe="medians of the largest weight, the entropy and ||J||_F as Python floats, finite when saturated"),
-        Item("test_scaling_experiment", 2, "scaling_experiment", experiment_cases, experiment_reference,
-             atol=0.15, rtol=0.02, forbid=FORBID, call=experiment_twice, check=_same_twice,
-             describe="the six statistics with and without scaling, reproducible with the seed"),
+        Item(
+            "test_dot_product_variance",
+            3,
+            "dot_product_variance",
+            variance_cases,
+            variance_reference,
+            atol=0.0,
+            rtol=0.1,
+            forbid=FORBID,
+            call=variance_twice,
+            check=_same_twice,
+            describe="Monte Carlo estimates of Var(q.k), close to d_k, reproducible with the seed",
+        ),
+        Item(
+            "test_scaled_scores",
+            2,
+            "scaled_scores",
+            scores_cases,
+            scores_reference,
+            forbid=FORBID,
+            describe="q k^T / sqrt(d_k) with any batch dimensions, shape (..., L, S)",
+        ),
+        Item(
+            "test_saturation_stats",
+            3,
+            "saturation_stats",
+            stats_cases,
+            stats_reference,
+            forbid=FORBID,
+            call=stats_tuple,
+            describe="medians of the largest weight, the entropy and ||J||_F as Python floats, finite when saturated",
+        ),
+        Item(
+            "test_scaling_experiment",
+            2,
+            "scaling_experiment",
+            experiment_cases,
+            experiment_reference,
+            atol=0.15,
+            rtol=0.02,
+            forbid=FORBID,
+            call=experiment_twice,
+            check=_same_twice,
+            describe="the six statistics with and without scaling, reproducible with the seed",
+        ),
         Manual("written_conclusion", 3, title="Your conclusion on scaling"),
     ),
-)  # fmt: skip
+)

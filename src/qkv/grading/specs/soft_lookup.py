@@ -10,7 +10,17 @@ from __future__ import annotations
 import torch
 
 import qkv
-from qkv.grading.spec import COSINE_FAMILY, QKV_ATTENTION, SOFTMAX_FAMILY, TORCH_ATTENTION, Case, Item, LabSpec, Manual, randn
+from qkv.grading.spec import (
+    COSINE_FAMILY,
+    QKV_ATTENTION,
+    SOFTMAX_FAMILY,
+    TORCH_ATTENTION,
+    Case,
+    Item,
+    LabSpec,
+    Manual,
+    randn,
+)
 
 # The lab's introduction forbids these inside the answers (they would do the exercise).
 FORBID = SOFTMAX_FAMILY + COSINE_FAMILY + QKV_ATTENTION + TORCH_ATTENTION
@@ -61,10 +71,20 @@ def lookup_cases(g: torch.Generator) -> list[Case]:
         Case((randn(g, 6), randn(g, 10, 6), randn(g, 10, 3)), label="a random lookup, default temperature"),
     ]
     for t in (0.5, 4.0):
-        cases.append(Case((randn(g, 6), randn(g, 10, 6), randn(g, 10, 3)), {"temperature": t},
-                          label=f"a random lookup at temperature {t}"))  # fmt: skip
-    cases.append(Case((randn(g, 8, scale=10.0), randn(g, 5, 8, scale=10.0), randn(g, 5, 2)), {"temperature": 0.01},
-                      label="a very low temperature (large scores)"))  # fmt: skip
+        cases.append(
+            Case(
+                (randn(g, 6), randn(g, 10, 6), randn(g, 10, 3)),
+                {"temperature": t},
+                label=f"a random lookup at temperature {t}",
+            )
+        )
+    cases.append(
+        Case(
+            (randn(g, 8, scale=10.0), randn(g, 5, 8, scale=10.0), randn(g, 5, 2)),
+            {"temperature": 0.01},
+            label="a very low temperature (large scores)",
+        )
+    )
     return cases
 
 
@@ -76,14 +96,43 @@ def lookup_reference(query, keys, values, temperature=1.0):
 SPEC = LabSpec(
     lab="soft_lookup",
     items=(
-        Item("test_dot_scores", 2, "dot_scores", dot_cases, dot_reference, forbid=FORBID,
-             describe="one dot-product score per key, shape (n,)"),
-        Item("test_cosine_scores", 2, "cosine_scores", cosine_cases, cosine_reference, forbid=FORBID,
-             describe="cosine similarity of the query with each key, independent of the vectors' lengths"),
-        Item("test_stable_softmax", 3, "stable_softmax", softmax_cases, softmax_reference, atol=1e-6, forbid=FORBID,
-             describe="softmax over the last axis of any shape, finite for scores of +-1e4"),
-        Item("test_soft_lookup", 3, "soft_lookup", lookup_cases, lookup_reference, forbid=FORBID,
-             describe="the pair (out, weights) of a soft lookup with a temperature"),
+        Item(
+            "test_dot_scores",
+            2,
+            "dot_scores",
+            dot_cases,
+            dot_reference,
+            forbid=FORBID,
+            describe="one dot-product score per key, shape (n,)",
+        ),
+        Item(
+            "test_cosine_scores",
+            2,
+            "cosine_scores",
+            cosine_cases,
+            cosine_reference,
+            forbid=FORBID,
+            describe="cosine similarity of the query with each key, independent of the vectors' lengths",
+        ),
+        Item(
+            "test_stable_softmax",
+            3,
+            "stable_softmax",
+            softmax_cases,
+            softmax_reference,
+            atol=1e-6,
+            forbid=FORBID,
+            describe="softmax over the last axis of any shape, finite for scores of +-1e4",
+        ),
+        Item(
+            "test_soft_lookup",
+            3,
+            "soft_lookup",
+            lookup_cases,
+            lookup_reference,
+            forbid=FORBID,
+            describe="the pair (out, weights) of a soft lookup with a temperature",
+        ),
         Manual("written_soft_vs_hard", 2, title="Soft versus hard lookup"),
     ),
-)  # fmt: skip
+)

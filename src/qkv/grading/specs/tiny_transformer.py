@@ -29,11 +29,19 @@ import qkv
 from qkv.grading.spec import Case, Item, LabSpec, Manual, randn
 
 FORBID = (
-    "qkv.TransformerEncoderLayer", "qkv.TinyTransformer", "qkv.MultiHeadAttention",
-    "torch.nn.TransformerEncoderLayer", "torch.nn.TransformerEncoder", "torch.nn.Transformer",
-    "torch.nn.MultiheadAttention", "torch.nn.functional.multi_head_attention_forward",
-    "torch.nn.LayerNorm", "torch.nn.functional.layer_norm", "torch.layer_norm", "torch.native_layer_norm",
-)  # fmt: skip
+    "qkv.TransformerEncoderLayer",
+    "qkv.TinyTransformer",
+    "qkv.MultiHeadAttention",
+    "torch.nn.TransformerEncoderLayer",
+    "torch.nn.TransformerEncoder",
+    "torch.nn.Transformer",
+    "torch.nn.MultiheadAttention",
+    "torch.nn.functional.multi_head_attention_forward",
+    "torch.nn.LayerNorm",
+    "torch.nn.functional.layer_norm",
+    "torch.layer_norm",
+    "torch.native_layer_norm",
+)
 THRESHOLD = 0.9  # accuracy of the trained model on fresh sequences
 TRAIN = {"vocab_size": 10, "d_model": 32, "num_heads": 2, "num_layers": 1, "d_ff": 64, "seq_len": 8, "steps": 80}
 
@@ -115,13 +123,20 @@ def norm_reference(x, gamma, beta, eps=1e-5):
 # --- exercise 2: the encoder block -------------------------------------------------------------------------
 def block_cases(g: torch.Generator) -> list[Case]:
     return [
-        Case((randn(g, 3, 5, 16), _block_params(g, 16, 2, 32), 2, None), label="B = 3, L = 5, d_model = 16, 2 heads, no mask"),
+        Case(
+            (randn(g, 3, 5, 16), _block_params(g, 16, 2, 32), 2, None),
+            label="B = 3, L = 5, d_model = 16, 2 heads, no mask",
+        ),
         Case((randn(g, 2, 7, 24), _block_params(g, 24, 3, 40), 3, qkv.causal_mask(7)), label="3 heads, a causal mask"),
-        Case((randn(g, 3, 6, 16), _block_params(g, 16, 4, 24), 4, qkv.padding_mask([6, 4, 2])),
-             label="4 heads, a padding mask (B, 1, 1, L)"),
-        Case((randn(g, 2, 8, 12, scale=2.0), _block_params(g, 12, 2, 20), 2, qkv.local_mask(8, 2)),
-             label="a local mask, larger inputs"),
-    ]  # fmt: skip
+        Case(
+            (randn(g, 3, 6, 16), _block_params(g, 16, 4, 24), 4, qkv.padding_mask([6, 4, 2])),
+            label="4 heads, a padding mask (B, 1, 1, L)",
+        ),
+        Case(
+            (randn(g, 2, 8, 12, scale=2.0), _block_params(g, 12, 2, 20), 2, qkv.local_mask(8, 2)),
+            label="a local mask, larger inputs",
+        ),
+    ]
 
 
 def block_reference(x, p, num_heads, mask=None):
@@ -139,10 +154,14 @@ def forward_cases(g: torch.Generator) -> list[Case]:
 
     return [
         Case((tokens(7, 4, 6), _model_params(g, 7, 16, 2, 2, 32), 2, None), label="2 blocks, V = 7, L = 6, no mask"),
-        Case((tokens(5, 2, 9), _model_params(g, 5, 24, 3, 3, 16), 3, qkv.causal_mask(9)), label="3 blocks, a causal mask"),
-        Case((tokens(9, 3, 5), _model_params(g, 9, 16, 2, 1, 32), 2, qkv.padding_mask([5, 3, 1])),
-             label="1 block, a padding mask"),
-    ]  # fmt: skip
+        Case(
+            (tokens(5, 2, 9), _model_params(g, 5, 24, 3, 3, 16), 3, qkv.causal_mask(9)), label="3 blocks, a causal mask"
+        ),
+        Case(
+            (tokens(9, 3, 5), _model_params(g, 9, 16, 2, 1, 32), 2, qkv.padding_mask([5, 3, 1])),
+            label="1 block, a padding mask",
+        ),
+    ]
 
 
 def forward_reference(tokens, p, num_heads, mask=None):
@@ -159,8 +178,13 @@ def forward_reference(tokens, p, num_heads, mask=None):
 def train_cases(g: torch.Generator) -> list[Case]:
     c = TRAIN
     p = _model_params(g, c["vocab_size"], c["d_model"], c["num_heads"], c["num_layers"], c["d_ff"], norms=False)
-    return [Case((p, c["num_heads"], c["seq_len"], c["steps"]), {"seed": _seed(g)},
-                 label=f"{c['steps']} steps on reversal of length {c['seq_len']} from fresh weights, then a test on 512 new sequences")]  # fmt: skip
+    return [
+        Case(
+            (p, c["num_heads"], c["seq_len"], c["steps"]),
+            {"seed": _seed(g)},
+            label=f"{c['steps']} steps on reversal of length {c['seq_len']} from fresh weights, then a test on 512 new sequences",
+        )
+    ]
 
 
 def train_and_return(train_reversal, p, num_heads, seq_len, steps, seed):
@@ -204,17 +228,49 @@ def train_check(case: Case, got, expected) -> str | None:
 SPEC = LabSpec(
     lab="tiny_transformer",
     items=(
-        Item("test_layer_norm", 2, "layer_norm", norm_cases, norm_reference, forbid=FORBID,
-             describe="normalise the last axis with the biased variance and eps inside the square root, then gamma and beta"),
-        Item("test_encoder_block", 4, "encoder_block", block_cases, block_reference, atol=1e-4, forbid=FORBID,
-             call=with_true_parts,
-             describe="x + MHA(LN1(x)), then x + FFN(LN2(x)), with the mask applied in every head"),
-        Item("test_tiny_forward", 3, "tiny_forward", forward_cases, forward_reference, atol=1e-4, forbid=FORBID,
-             call=with_true_parts,
-             describe="embeddings plus the positional encoding, the blocks (with the mask), the final layer norm and the head"),
-        Item("test_train_reversal", 3, "train_reversal", train_cases, train_reference, atol=1e300, forbid=FORBID,
-             call=train_and_return, check=train_check,
-             describe=f"the trained model reverses at least {THRESHOLD:.0%} of the tokens of new sequences"),
+        Item(
+            "test_layer_norm",
+            2,
+            "layer_norm",
+            norm_cases,
+            norm_reference,
+            forbid=FORBID,
+            describe="normalise the last axis with the biased variance and eps inside the square root, then gamma and beta",
+        ),
+        Item(
+            "test_encoder_block",
+            4,
+            "encoder_block",
+            block_cases,
+            block_reference,
+            atol=1e-4,
+            forbid=FORBID,
+            call=with_true_parts,
+            describe="x + MHA(LN1(x)), then x + FFN(LN2(x)), with the mask applied in every head",
+        ),
+        Item(
+            "test_tiny_forward",
+            3,
+            "tiny_forward",
+            forward_cases,
+            forward_reference,
+            atol=1e-4,
+            forbid=FORBID,
+            call=with_true_parts,
+            describe="embeddings plus the positional encoding, the blocks (with the mask), the final layer norm and the head",
+        ),
+        Item(
+            "test_train_reversal",
+            3,
+            "train_reversal",
+            train_cases,
+            train_reference,
+            atol=1e300,
+            forbid=FORBID,
+            call=train_and_return,
+            check=train_check,
+            describe=f"the trained model reverses at least {THRESHOLD:.0%} of the tokens of new sequences",
+        ),
         Manual("written_positions", 3, title="Why reversal needs positions, and no causal mask"),
     ),
-)  # fmt: skip
+)
