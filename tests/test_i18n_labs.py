@@ -90,3 +90,19 @@ def test_same_answers_same_totals_in_both_languages(tmp_path):
         total = {who: sum(p.values()) for who, p in items.items()}
         assert items["zh-solution"] == items["en-solution"] and total["en-solution"] > 0, (lab, total)
         assert items["zh-blank"] == items["en-blank"] and total["en-blank"] < total["en-solution"], (lab, total)
+
+
+@pytest.mark.parametrize("edition", ["labs", "labs/zh"])
+def test_relative_links_in_the_labs_resolve_where_students_open_them(edition):
+    import re
+
+    broken = []
+    for lab in LABS:
+        path = ROOT / edition / lab / f"{lab}.ipynb"
+        for cell in _nb(path)["cells"]:
+            if cell["cell_type"] != "markdown":
+                continue
+            for target in re.findall(r"\]\(([^)#\s]+)", "".join(cell["source"])):
+                if "://" not in target and not (path.parent / target).exists():
+                    broken.append(f"{path.relative_to(ROOT)}: {target}")
+    assert not broken, broken

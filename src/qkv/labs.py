@@ -15,6 +15,7 @@ from __future__ import annotations
 import filecmp
 import hashlib
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -75,9 +76,19 @@ def translated_solutions(course: Path, ids: list[str], edition: str, dest: Path)
         po = i18n.catalog_path(course, language, f"{RELEASE}/{lab}/{lab}")
         nb = json.loads(path.read_text(encoding="utf-8"))
         nb, missing[lab] = i18n.translate_notebook(nb, i18n.load_catalog(po)) if po.exists() else (nb, ["(no catalog)"])
+        _relink(nb, depth=len(Path(EDITIONS[edition][0]).parts) - 1)
         nb.setdefault("metadata", {})["language"] = language.replace("_", "-")  # nbformat allows extra metadata
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return missing
+
+
+def _relink(nb: dict, depth: int) -> None:
+    """Relative links in Markdown (``](../../chapters/x.ipynb)``) written for ``labs/<id>/`` also resolve from an
+    edition's folder ``depth`` levels further down (``labs/zh/<id>/``)."""
+    for cell in nb["cells"]:
+        if cell.get("cell_type") == "markdown" and depth:
+            source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+            cell["source"] = re.sub(r"\]\((\.\./)", lambda m: "](" + "../" * depth + m.group(1), source)
 
 
 def _generate_translated(course: Path, ids: list[str], edition: str) -> None:
