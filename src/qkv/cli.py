@@ -1,5 +1,6 @@
 """The ``qkv`` command: ``qkv labs`` regenerates or checks the labs; ``qkv workspace`` copies them for a student;
-``qkv grade`` grades submissions in a sandbox; ``qkv gradescope-bundle`` builds a Gradescope autograder."""
+``qkv grade`` grades submissions in a sandbox; ``qkv gradescope-bundle`` builds a Gradescope autograder;
+``qkv check`` shows a student their score before they submit."""
 
 from __future__ import annotations
 
@@ -53,6 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
     from .grading.command import add_parsers  # `qkv grade` and `qkv gradescope-bundle`
 
     add_parsers(sub)
+    from .check import add_parser as add_check  # `qkv check`
+
+    add_check(sub)
     return parser
 
 

@@ -1,0 +1,81 @@
+"""``qkv check LAB NOTEBOOK``: a student's score on the autograded exercises, on their own machine, before they submit.
+
+It is the grader itself (``qkv.grading``: the lab's spec, its hidden cases and its comparison), run on one
+notebook without the sandbox (it is the student's own code, on the student's own machine) and with a fixed
+seed. It prints each exercise's points and the grader's reasons, then the total; written answers are graded
+by hand and only listed. The instructor's run draws other inputs (another seed), so a solution that only
+works on some inputs may still lose points there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+__all__ = ["add_parser", "check_notebook"]
+
+
+def check_notebook(lab: str, notebook: Path, *, course: Path, seed: int = 0, timeout: float = 120.0) -> dict:
+    """Grade one notebook of ``lab`` as ``qkv grade`` would, without the sandbox; the grader's result dict."""
+    from .grading.grader import run_batch
+
+    notebook = Path(notebook)
+    if not notebook.is_file():
+        from .grading.grader import GradeError
+
+        raise GradeError(f"notebook not found: {notebook}")
+    with tempfile.TemporaryDirectory(prefix="qkv-check-") as tmp:
+        subs = Path(tmp) / "submissions"
+        subs.mkdir()
+        shutil.copy(notebook, subs / "you.ipynb")
+        results = run_batch(lab, subs, Path(tmp) / "out", course=course, jobs=1, timeout=timeout, memory=4096,
+                            fresh=True, use_sandbox=False, seed=seed, log=lambda *a, **k: None)  # fmt: skip
+    return results[0]
+
+
+def report(lab: str, result: dict, course: Path) -> str:
+    """The per-exercise points, the reasons and the total, as printed by ``qkv check``."""
+    from .grading.grader import load_lab
+
+    spec = load_lab(lab, course).spec
+    out = []
+    if result["status"] != "graded":
+        out.append(f"the notebook could not be graded completely: {result['status']}: {result['note']}")
+    got = total = 0.0
+    for item in spec.autograded:
+        r = result["items"].get(item.grade_id, {"points": 0.0, "max": float(item.points), "lines": ["not graded"]})
+        got, total = got + r["points"], total + r["max"]
+        out.append(f"{item.title or item.function}: {r['points']:g} / {r['max']:g}")
+        out.extend(f"    {line}" for line in r["lines"])
+    for line in result.get("cell_errors", []):
+        out.append(f"note: {line}")
+    manual = sum(m.points for m in spec.manual)
+    out.append(f"total: {got:g} / {total:g} autograded points")
+    if manual:
+        out.append(f"(plus {manual:g} points for written answers, graded by hand)")
+    return "\n".join(out)
+
+
+def _check(args: argparse.Namespace) -> int:
+    from .grading.grader import GradeError
+
+    try:
+        result = check_notebook(args.lab, args.notebook, course=args.course, seed=args.seed, timeout=args.timeout)
+        print(report(args.lab, result, args.course))
+    except GradeError as err:
+        print(f"qkv check: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("check", help="your score on a lab's autograded exercises, before you submit (runs the grader on your notebook)")
+    p.add_argument("lab", help="lab id, e.g. soft_lookup")
+    p.add_argument("notebook", type=Path, help="your notebook, e.g. work/soft_lookup/soft_lookup.ipynb")
+    p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
+    p.add_argument("--seed", type=int, default=0, help="the seed of the grader's inputs (default 0)")
+    p.add_argument("--timeout", type=float, default=120.0, help="wall-clock seconds for the notebook (default 120)")
+    p.set_defaults(func=_check)

@@ -1,0 +1,98 @@
+"""Self-checks for the labs: assertions that say what is wrong, where, by how much, and the likely step.
+
+The labs' self-check cells call these, cheapest first (the shape, then the rows summing to one, then the
+comparison with a reference), so a student reads "weights: row 2 sums to 0.37" rather than "does not match".
+Each raises ``AssertionError`` explicitly (an ``assert`` statement would vanish under ``python -O``).
+
+Example::
+
+    >>> import torch
+    >>> from qkv.selfcheck import expect_close
+    >>> expect_close(torch.tensor([1.0, 2.5]), torch.tensor([1.0, 2.0]), "out", hint="check the scale")
+    Traceback (most recent call last):
+    ...
+    AssertionError: out: differs from the reference by up to 0.5 in 1 of 2 entries (worst at index (1,): got 2.5, expected 2); likely: check the scale
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["expect_shape", "expect_close", "expect_rows_sum_to_one", "matching_mistake"]
+
+
+def _shape(shape) -> str:
+    shape = tuple(shape)
+    return "(" + ", ".join(str(n) for n in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _fail(message: str, hint: str = "") -> None:
+    raise AssertionError(f"{message}; likely: {hint}" if hint else message)
+
+
+def expect_shape(got, shape, what: str, hint: str = "") -> None:
+    """``got`` must be a tensor of exactly ``shape``."""
+    if not isinstance(got, torch.Tensor):
+        _fail(f"{what} should be a tensor of shape {_shape(shape)}; got a {type(got).__name__}", hint)
+    if tuple(got.shape) != tuple(shape):
+        _fail(f"{what} should have shape {_shape(shape)}; got {_shape(got.shape)}", hint)
+
+
+def matching_mistake(got: torch.Tensor, mistakes: dict[str, torch.Tensor], atol: float = 1e-5) -> str | None:
+    """The name of the first known mistake whose result ``got`` equals (same shape, within ``atol``), or None."""
+    for name, wrong in mistakes.items():
+        if tuple(wrong.shape) == tuple(got.shape) and torch.allclose(
+            got.detach().double().cpu(), wrong.detach().double().cpu(), atol=atol, rtol=0
+        ):
+            return name
+    return None
+
+
+def expect_close(got, expected: torch.Tensor, what: str, *, atol: float = 1e-5, rtol: float = 1e-5,
+                 hint: str = "", mistakes: dict[str, torch.Tensor] | None = None) -> None:  # fmt: skip
+    """``got`` must equal ``expected`` within ``atol + rtol * |expected|``, entry by entry.
+
+    On failure the message gives the largest difference, how many entries are off and the worst one's index
+    and values. If ``got`` equals one of ``mistakes`` (results of known wrong steps, by name) the message says
+    which; otherwise it ends with ``hint``.
+    """
+    expect_shape(got, expected.shape, what, hint)
+    g, e = got.detach().double().cpu(), expected.detach().double().cpu()
+    broken = ~torch.isfinite(g) & torch.isfinite(e)
+    if broken.any():
+        index = tuple(int(i) for i in broken.nonzero()[0])
+        _fail(f"{what} has NaN or inf where the reference is finite (first at index {index})", hint)
+    diff = torch.where(torch.isfinite(e), (g - e).abs(), torch.zeros_like(e))
+    bad = diff > atol + rtol * e.abs()
+    if not bad.any():
+        return
+    worst = int(torch.argmax(torch.where(bad, diff, torch.zeros_like(diff))))
+    index = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), e.shape)) if e.dim() else ()
+    message = (
+        f"{what}: differs from the reference by up to {float(diff.max()):.3g} in {int(bad.sum())} of {bad.numel()}"
+        f" entries (worst at index {index}: got {float(g[index]):.4g}, expected {float(e[index]):.4g})"
+    )
+    mistake = matching_mistake(got, mistakes or {})
+    if mistake:
+        _fail(f"{message}; it equals what {mistake} gives")
+    _fail(message, hint)
+
+
+def expect_rows_sum_to_one(weights, what: str = "weights", *, dim: int = -1, atol: float = 1e-5,
+                           rows: torch.Tensor | None = None, hint: str = "") -> None:  # fmt: skip
+    """Every row of ``weights`` (along ``dim``) is non-negative and sums to one (only where ``rows`` is True)."""
+    w = weights.detach().double().cpu()
+    if torch.isnan(w).any():
+        index = tuple(int(i) for i in torch.isnan(w).nonzero()[0])
+        _fail(f"{what} contains NaN (first at index {index})", hint)
+    if (w < 0).any():
+        _fail(f"{what} has a negative entry ({float(w.min()):.3g}): weights from a softmax are never negative", hint)
+    sums = w.sum(dim=dim)
+    off = (sums - 1).abs() > atol
+    if rows is not None:
+        off &= rows.expand_as(off)
+    if off.any():
+        index = tuple(int(i) for i in off.nonzero()[0])
+        axis = dim % w.dim()
+        _fail(f"{what} along axis {axis} (one row per query) should sum to 1; the row at {index} sums to "
+              f"{float(sums[index]):.4g}", hint or "normalise over the last axis, the keys")  # fmt: skip
