@@ -109,6 +109,7 @@ def merge(catalog: Catalog | None, template: Catalog, language: str = LANGUAGE) 
         catalog = Catalog(locale=language, project="qkv", fuzzy=False)
     catalog.update(template, update_header_comment=False)
     for msg in catalog:
+        msg.flags -= {"python-format", "python-brace-format"}  # prose, not format strings: "% of" is text here
         if msg.id and not msg.string and (msg.id in i18n.KEEP or _nothing_to_translate(str(msg.id))):
             msg.string = msg.id
     return catalog
