@@ -35,7 +35,8 @@ SWITCH_JS = r"""
     font: body.fontFamily,
     switchHref: a ? a.href : null,
     switchLang: a ? a.getAttribute("hreflang") : null,
-    searchLabel: (document.querySelector(".search-button__button") || {getAttribute: () => ""}).getAttribute("aria-label") || "",
+    // its accessible name: the label, or (assets/qkv/a11y.js drops a label that differs from it) the visible text
+    searchLabel: ((el) => (el ? el.getAttribute("aria-label") || el.textContent : ""))(document.querySelector(".search-button__button")),
     untranslated: document.querySelectorAll(".untranslated").length,
   };
 }

@@ -15,8 +15,9 @@ import pytest
 from qkv.grading.grader import write_atomic
 from qkv.grading.spec import load_spec
 from qkv.grading.testing import COURSE, completed_lab, grade_across_labs, grade_notebooks, with_function
+from qkv.labs import lab_ids
 
-LABS = sorted(p.name for p in (COURSE / "labs").iterdir() if p.is_dir())
+LABS = lab_ids(COURSE)  # labs/ also holds labs/zh/, the Chinese edition
 PLOT = """
 import io
 import matplotlib.pyplot as plt
@@ -95,7 +96,9 @@ def test_sandbox_hides_ours_and_lends_the_runtime(tmp_path):
     probe = f"""
 import os, socket, resource, sysconfig
 import torch._subclasses.schema_check_mode, matplotlib.backends.backend_svg, IPython.display
-_seen = [p for p in ({str(COURSE)!r}, {str(tmp_path)!r}, "/root/.ssh", "/etc/shadow") if os.path.exists(p)]
+# the repository's contents (its folder itself may exist: a .venv inside it is the runtime, mounted there)
+_ours = [os.path.join({str(COURSE)!r}, name) for name in ("solutions", "labs", "tests", "src", "README.md")]
+_seen = [p for p in (*_ours, {str(tmp_path)!r}, "/root/.ssh", "/etc/shadow") if os.path.exists(p)]
 try:
     open(os.path.join(sysconfig.get_paths()["purelib"], "planted.py"), "w")
     _seen.append("a writable runtime")

@@ -14,15 +14,14 @@ import io
 import re
 import textwrap
 from dataclasses import dataclass
-from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import torch  # noqa: E402
+import matplotlib.pyplot as plt
+import torch
 
-from qkv.grading.testing import COURSE, solution_notebook  # noqa: E402
+from qkv.grading.testing import COURSE, solution_notebook
 
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.S)
 
@@ -65,7 +64,7 @@ class LabRun:
         try:
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 exec(compile(src, "<cell>", "exec"), ns)
-        except Exception as err:  # noqa: BLE001 - the message is the result
+        except Exception as err:
             return f"{type(err).__name__}: {err}"
         finally:
             plt.close("all")

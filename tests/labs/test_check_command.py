@@ -25,8 +25,11 @@ def test_a_solution_gets_full_marks_and_a_blank_lab_zero(capsys):
 
 def test_it_reports_what_the_self_checks_cannot_see(capsys, tmp_path):
     """A forbidden call gives correct numbers (every self-check passes), and loses the exercise's points."""
-    nb = with_function(solution_notebook("soft_lookup"), "stable_softmax",
-                       "def stable_softmax(scores):\n    return torch.softmax(scores, dim=-1)\n")
+    nb = with_function(
+        solution_notebook("soft_lookup"),
+        "stable_softmax",
+        "def stable_softmax(scores):\n    return torch.softmax(scores, dim=-1)\n",
+    )
     path = tmp_path / "mine.ipynb"
     path.write_text(json.dumps(nb), encoding="utf-8")
     out = _check(capsys, "soft_lookup", path)

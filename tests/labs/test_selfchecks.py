@@ -11,15 +11,25 @@ kernels) give correct numbers, so no self-check can see them: they are listed in
 from __future__ import annotations
 
 import pytest
-
 from selfcheck_harness import LabRun, bug_table
 
-LABS = ["soft_lookup", "qkv_scores", "scaling", "multihead", "positional", "masks", "conv_attention", "tiny_transformer"]
+LABS = [
+    "soft_lookup",
+    "qkv_scores",
+    "scaling",
+    "multihead",
+    "positional",
+    "masks",
+    "conv_attention",
+    "tiny_transformer",
+]
 
 # Mistakes the blank labs let through before (issue 12), in the grader tables' format.
 EXTRA = {
     "masks": {
-        "attention with q @ k.T (2-D only)": ("masked_attention", """
+        "attention with q @ k.T (2-D only)": (
+            "masked_attention",
+            """
             def masked_attention(q, k, v, mask=None):
                 s = q @ k.T / math.sqrt(q.shape[-1])
                 if mask is not None:
@@ -29,15 +39,23 @@ EXTRA = {
                 t = e.sum(-1, keepdim=True)
                 w = torch.where(t > 0, e / torch.where(t > 0, t, torch.ones_like(t)), torch.zeros_like(e))
                 return w @ v, w
-            """, {"test_masked_attention"}),
-        "attention softmax over the queries": ("masked_attention", """
+            """,
+            {"test_masked_attention"},
+        ),
+        "attention softmax over the queries": (
+            "masked_attention",
+            """
             def masked_attention(q, k, v, mask=None):
                 s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
                 e = torch.exp(s - s.amax(-2, keepdim=True))
                 w = e / e.sum(-2, keepdim=True)
                 return w @ v, w
-            """, {"test_masked_attention"}),
-        "attention with an all-False default mask": ("masked_attention", """
+            """,
+            {"test_masked_attention"},
+        ),
+        "attention with an all-False default mask": (
+            "masked_attention",
+            """
             def masked_attention(q, k, v, mask=None):
                 s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
                 if mask is None:
@@ -49,20 +67,28 @@ EXTRA = {
                 t = e.sum(-1, keepdim=True)
                 w = torch.where(has, e / torch.where(has, t, torch.ones_like(t)), torch.zeros_like(e))
                 return w @ v, w
-            """, {"test_masked_attention"}),
+            """,
+            {"test_masked_attention"},
+        ),
     },
     "positional": {
-        "angles in float32": ("sinusoidal_encoding", """
+        "angles in float32": (
+            "sinusoidal_encoding",
+            """
             def sinusoidal_encoding(num_positions, d_model):
                 omega = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float32) / d_model)
                 angles = torch.arange(num_positions, dtype=torch.float32)[:, None] * omega[None, :]
                 pe = torch.zeros(num_positions, d_model)
                 pe[:, 0::2], pe[:, 1::2] = torch.sin(angles), torch.cos(angles)
                 return pe
-            """, {"test_sinusoidal_encoding"}),
+            """,
+            {"test_sinusoidal_encoding"},
+        ),
     },
     "scaling": {
-        "experiment draws anew for the unscaled run": ("scaling_experiment", """
+        "experiment draws anew for the unscaled run": (
+            "scaling_experiment",
+            """
             def scaling_experiment(d_k_values, num_queries=200, num_keys=64, seed=0):
                 g = torch.Generator().manual_seed(seed)
                 table = {f"{s}_{m}": [] for m in ("scaled", "unscaled") for s in ("max_weight", "entropy", "grad_norm")}
@@ -72,10 +98,14 @@ EXTRA = {
                         for stat, value in saturation_stats(q, k, scale=scale).items():
                             table[f"{stat}_{mode}"].append(value)
                 return {n: torch.tensor(v) for n, v in table.items()}
-            """, {"test_scaling_experiment"}),
+            """,
+            {"test_scaling_experiment"},
+        ),
     },
     "tiny_transformer": {
-        "training on the same batch every step": ("train_reversal", """
+        "training on the same batch every step": (
+            "train_reversal",
+            """
             def train_reversal(p, num_heads, seq_len, steps, lr=1e-2, batch_size=64, seed=0):
                 params = [t.requires_grad_(True) for t in p.values()]
                 opt = torch.optim.Adam(params, lr=lr)
@@ -90,21 +120,32 @@ EXTRA = {
                     opt.step()
                     losses.append(loss.item())
                 return losses
-            """, {"test_train_reversal"}),
+            """,
+            {"test_train_reversal"},
+        ),
     },
 }
 
 # Correct numbers through a forbidden call: only the grader (and `qkv check`) sees these.
 GRADER_ONLY = {
-    ("soft_lookup", "cosine calls torch's cosine_similarity"), ("soft_lookup", "softmax calls torch.softmax"),
-    ("soft_lookup", "softmax as a method, imported under another name"), ("soft_lookup", "softmax through getattr"),
-    ("soft_lookup", "lookup calls the library"), ("qkv_scores", "calls PyTorch's fused attention"),
-    ("qkv_scores", "calls the library's attention"), ("qkv_scores", "column form calls the library"),
-    ("multihead", "split calls the library"), ("multihead", "attention through F.multi_head_attention_forward"),
-    ("multihead", "module wraps torch.nn.MultiheadAttention"), ("positional", "encoding calls the library"),
-    ("positional", "shift matrix calls the library"), ("masks", "causal mask from the library"),
-    ("masks", "attention through qkv.softmax"), ("masks", "attention through torch.softmax"),
-    ("conv_attention", "conv1d calls F.conv1d"), ("conv_attention", "conv2d through unfold"),
+    ("soft_lookup", "cosine calls torch's cosine_similarity"),
+    ("soft_lookup", "softmax calls torch.softmax"),
+    ("soft_lookup", "softmax as a method, imported under another name"),
+    ("soft_lookup", "softmax through getattr"),
+    ("soft_lookup", "lookup calls the library"),
+    ("qkv_scores", "calls PyTorch's fused attention"),
+    ("qkv_scores", "calls the library's attention"),
+    ("qkv_scores", "column form calls the library"),
+    ("multihead", "split calls the library"),
+    ("multihead", "attention through F.multi_head_attention_forward"),
+    ("multihead", "module wraps torch.nn.MultiheadAttention"),
+    ("positional", "encoding calls the library"),
+    ("positional", "shift matrix calls the library"),
+    ("masks", "causal mask from the library"),
+    ("masks", "attention through qkv.softmax"),
+    ("masks", "attention through torch.softmax"),
+    ("conv_attention", "conv1d calls F.conv1d"),
+    ("conv_attention", "conv2d through unfold"),
     ("tiny_transformer", "layer norm through F.layer_norm"),
     ("tiny_transformer", "block through the library's encoder layer"),
 }
@@ -147,7 +188,7 @@ MESSAGE = {
     ("scaling", "entropy without 0 log 0 = 0 (NaN when saturated)"): "0 log 0 should count as 0",
     ("scaling", "means instead of medians"): "that is the mean: take the median",
     ("scaling", "Jacobian without its diagonal"): "||J||_F = sqrt(3)/4",
-    ("scaling", "scale flag ignored"): "without scaling, d_k = 1024 should saturate",
+    ("scaling", "scale flag ignored"): "scale=False must skip the division",
     ("scaling", "experiment scales both runs"): "without scaling, d_k = 1024 should saturate",
     ("scaling", "experiment divides by d_k"): "divide by sqrt(d_k) once",
     ("scaling", "experiment ignores num_keys and the seed"): "draw num_keys keys",
@@ -186,7 +227,10 @@ MESSAGE = {
     ("masks", "attention with the mask inverted"): "did you invert the mask?",
     ("masks", "attention with -1e9 instead of -inf"): "with -1e9 instead of -inf",
     ("masks", "attention with -inf and NaN on fully masked rows"): "a fully masked row gave nan",
-    ("masks", "attention zeroes the output of a fully masked row but leaves NaN weights"): "a fully masked row gave nan",
+    (
+        "masks",
+        "attention zeroes the output of a fully masked row but leaves NaN weights",
+    ): "a fully masked row gave nan",
     ("masks", "attention masks the weights after the softmax (not renormalised)"): "not the weights to 0 after it",
     ("masks", "attention not scaled"): "equals what no scaling gives",
     ("masks", "attention through torch's fused kernel"): "should have shape (4, 6)",
@@ -200,7 +244,10 @@ MESSAGE = {
     ("conv_attention", "scores with |.| instead of the square"): "the peak of row i is at j = i + shift",
     ("conv_attention", "shift by torch.roll (wraps around)"): "the last row has no key to copy",
     ("conv_attention", "shift pattern transposed"): "row i has its 1 at column i + shift",
-    ("conv_attention", "conv1d with the kernel flipped (a true convolution)"): "tap 0 of a size-3 kernel reads position i - 1",
+    (
+        "conv_attention",
+        "conv1d with the kernel flipped (a true convolution)",
+    ): "tap 0 of a size-3 kernel reads position i - 1",
     ("conv_attention", "conv1d with the tap matrix not transposed"): "@ weight[:, :, t].T",
     ("conv_attention", "conv1d wrapping around with roll"): "(0 before the start)",
     ("conv_attention", "conv2d shifting the flattened sequence (wraps across rows)"): "not the end of the previous row",
@@ -215,7 +262,10 @@ MESSAGE = {
     ("tiny_transformer", "block adds the residual to the normalised x"): "equals what adding MHA's output to LN1(x)",
     ("tiny_transformer", "block ignores the mask"): "equals what ignoring the mask gives",
     ("tiny_transformer", "block with the mask inverted"): "equals what the inverted mask gives",
-    ("tiny_transformer", "block splits heads by a reshape without the transpose"): "stage 2, the attention sub-layer with two heads",
+    (
+        "tiny_transformer",
+        "block splits heads by a reshape without the transpose",
+    ): "stage 2, the attention sub-layer with two heads",
     ("tiny_transformer", "block attention not scaled by sqrt(d_k)"): "softmax(q k^T / sqrt(d_k)) v",
     ("tiny_transformer", "model without the positional encoding"): "is the positional encoding added",
     ("tiny_transformer", "model without the final layer norm"): "the final layer norm",
