@@ -100,3 +100,26 @@ def test_the_cache_key_covers_the_code_that_decides_a_grade(tmp_path, monkeypatc
     first = spec.spec_fingerprint("masks")
     monkeypatch.setattr(spec, "source_digest", lambda folder: "another library")
     assert spec.spec_fingerprint("masks") != first
+
+
+def test_graders_side_by_side_never_share_a_uid_block():
+    """Each grader process holds a lock on its block of uids; two processes with the same pid % 4096 still differ."""
+    import subprocess
+    import sys
+
+    from qkv.grading import sandbox
+
+    mine = sandbox.uid_base()
+    assert sandbox.uid_base() == mine  # stable within a process
+    # the same pid in each (what pid % 4096 alone could not tell apart)
+    code = "import os; os.getpid = lambda: 7; from qkv.grading import sandbox; print(sandbox.uid_base(), flush=True)"
+    others = [
+        subprocess.Popen(
+            [sys.executable, "-c", code + "; import time; time.sleep(3)"], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    bases = [int(p.stdout.readline()) for p in others]
+    for p in others:
+        p.wait()
+    assert len({mine, *bases}) == 4, (mine, bases)

@@ -9,6 +9,8 @@ running anything of the student's, so RLIMIT_NPROC holds and no child can touch 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import pickle
@@ -25,9 +27,35 @@ from pathlib import Path
 BASE_UID = 61000  # children run as uid uid_base() + job index (no such user needs to exist)
 
 
+UID_BLOCKS = 4096  # blocks of 64 uids each, one per grader process
+# (block, its locked file descriptor): held, and so reserved, until this process ends
+_held_block: list[tuple[int, int]] = []
+
+
 def uid_base() -> int:
-    """This grader process's first uid: batches running side by side never share a uid (nor its limits)."""
-    return BASE_UID + (os.getpid() % 4096) * 64
+    """This grader process's first uid: batches running side by side never share a uid (nor its limits).
+
+    Each process takes a block of 64 uids by holding an exclusive lock on the block's file in the system's temp
+    folder (released by the kernel when the process ends, however it ends); it starts looking at ``pid % 4096``.
+    """
+    if not _held_block:
+        folder = Path(tempfile.gettempdir()) / "qkv-grade-uids"
+        folder.mkdir(exist_ok=True)
+        with contextlib.suppress(PermissionError):  # shared by every user who grades here, like /tmp itself
+            os.chmod(folder, 0o1777)
+        for i in range(UID_BLOCKS):
+            block = (os.getpid() + i) % UID_BLOCKS
+            fd = os.open(folder / f"{block}.lock", os.O_RDONLY | os.O_CREAT, 0o644)  # flock needs no write access
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                continue
+            _held_block.append((block, fd))
+            break
+        else:
+            raise RuntimeError(f"all {UID_BLOCKS} uid blocks of {folder} are taken by running graders")
+    return BASE_UID + _held_block[0][0] * 64
 
 
 BWRAP_HINT = (
