@@ -37,7 +37,9 @@
     document.querySelectorAll("li.has-children > details > summary:not([aria-label])").forEach(function (summary) {
       if (summary.textContent.trim()) return;
       var link = summary.parentElement.parentElement.querySelector(":scope > a");
-      summary.setAttribute("aria-label", "Sections of " + (link ? link.textContent.trim() : "this chapter"));
+      var chapter = link ? link.textContent.trim() : "";
+      var zh = (document.documentElement.lang || "").indexOf("zh") === 0;  // the Chinese edition
+      summary.setAttribute("aria-label", zh ? (chapter || "本章") + "的各节" : "Sections of " + (chapter || "this chapter"));
     });
   }
   function nameSliders() {
