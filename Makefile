@@ -85,6 +85,7 @@ book: $(STAMP) vendor
 i18n: $(STAMP) vendor
 	$(BIN)/python tools/i18n.py extract
 	$(BIN)/python tools/i18n.py update
+	$(BIN)/python tools/i18n.py grader  # the grader's messages (qkv grade --lang zh), compiled into the package
 	$(BIN)/python tools/i18n.py check || true
 # --- end of the two editions' targets
 

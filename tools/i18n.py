@@ -4,6 +4,7 @@
     python tools/i18n.py update    # merge them into locales/zh_CN/LC_MESSAGES/**/*.po (changed ones go fuzzy)
     python tools/i18n.py check     # per-page counts; exit 1 on any untranslated, fuzzy or broken entry
     python tools/i18n.py build     # the Chinese edition into _build/html/zh (after the English build)
+    python tools/i18n.py grader    # the grader's messages -> locales/zh_CN/LC_MESSAGES/grader.po, compiled to .mo
 
 One source: the book's pages and the lab solutions. Sphinx cuts each page into messages (a paragraph, heading,
 table cell, figure alt text, hint title) and translates the Chinese build message by message; a message whose
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 
 from babel.messages.catalog import Catalog
+from babel.messages.mofile import write_mo
 from babel.messages.pofile import read_po, write_po
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,6 +36,10 @@ BUILD = ROOT / "_build"
 POT = BUILD / "gettext"
 EDITION_DIR = "zh"  # _build/html/zh, as in qkv_editions in _config.yml
 WIDTH = 100
+# The grader's messages (qkv.grading.messages): one more catalog beside the book's, compiled for the wheel.
+GRADER = "grader"
+PLACEHOLDER = re.compile(r"\{(\w*)\}")
+TAG = re.compile(r"</?\w+>")
 
 # What must come through a translation unchanged: math, code, glue roles and cross-reference targets, link URLs.
 MATH = re.compile(r"\$\$.+?\$\$|\$[^$]+\$", re.DOTALL)
@@ -181,16 +187,19 @@ def stats(language: str = LANGUAGE) -> dict[str, dict]:
     base = ROOT / i18n.LOCALES / language / "LC_MESSAGES"
     out = {}
     for path in sorted(base.rglob("*.po")):
+        doc = str(path.relative_to(base).with_suffix(""))
         catalog = i18n.load_catalog(path)
         s = i18n.Stats.of(catalog)
         bad = [
             f"{str(m.id)[:60]!r}: {', '.join(b)}"
             for m in catalog
             if m.id and m.string and not m.fuzzy
-            for b in [broken(str(m.id), str(m.string))]
+            for b in [
+                broken(str(m.id), str(m.string)) + (grader_broken(str(m.id), str(m.string)) if doc == GRADER else [])
+            ]
             if b
         ]
-        out[str(path.relative_to(base).with_suffix(""))] = {
+        out[doc] = {
             "total": s.total,
             "translated": s.translated,
             "fuzzy": s.fuzzy,
@@ -235,12 +244,79 @@ def check(args: argparse.Namespace) -> int:
         print("broken:", line, file=sys.stderr)
     for d in missing_pages:
         print(f"no catalog for {d} (run `python tools/i18n.py update`)", file=sys.stderr)
+    stale = grader_stale(args.language)
+    if stale:
+        print(f"the grader's catalog: {stale} (run `python tools/i18n.py grader`)", file=sys.stderr)
     english = shown_in_english(args.language)
     print(
         f"the last Chinese build showed {sum(map(len, english.values()))} messages in English "
         f"({BUILD / EDITION_DIR / 'untranslated.json'})"
     )
-    return 0 if done == total and not bad and not missing_pages and not english else 1
+    return 0 if done == total and not bad and not missing_pages and not english and not stale else 1
+
+
+def grader_broken(msgid: str, msgstr: str) -> list[str]:
+    """A grader message's translation must keep its placeholders (filled in by name) and HTML tags."""
+    problems = []
+    if sorted(PLACEHOLDER.findall(msgid)) != sorted(PLACEHOLDER.findall(msgstr)):
+        problems.append(f"placeholders differ: {PLACEHOLDER.findall(msgid)} vs {PLACEHOLDER.findall(msgstr)}")
+    if sorted(TAG.findall(msgid)) != sorted(TAG.findall(msgstr)):
+        problems.append("HTML tags differ")
+    return problems
+
+
+def grader_template() -> Catalog:
+    """Every message the grader shows (its templates, status words, the specs' texts), with where each is used."""
+    from qkv.grading import messages
+
+    template = Catalog(project="qkv")
+    for text, where in messages.catalog_messages().items():
+        template.add(text, auto_comments=[where])
+    return template
+
+
+def grader_mo(language: str = LANGUAGE) -> Path:
+    from qkv.grading import messages
+
+    return messages.LOCALE_DIR / language / "LC_MESSAGES" / f"{messages.DOMAIN}.mo"
+
+
+def grader_stale(language: str = LANGUAGE) -> str:
+    """What is wrong with the compiled catalog: missing, or not what the .po translates now ('' when current)."""
+    import gettext
+
+    po, mo = i18n.catalog_path(ROOT, language, GRADER), grader_mo(language)
+    if not po.exists():
+        return f"no {po.relative_to(ROOT)}"
+    if not mo.exists():
+        return f"no {mo.relative_to(ROOT)}"
+    want = {str(m.id): str(m.string) for m in i18n.load_catalog(po) if m.id and m.string and not m.fuzzy}
+    with open(mo, "rb") as f:
+        have = {k: v for k, v in gettext.GNUTranslations(f)._catalog.items() if k}
+    return "" if have == want else f"{mo.relative_to(ROOT)} is stale against {po.relative_to(ROOT)}"
+
+
+def grader(args: argparse.Namespace) -> int:
+    """Extract the grader's messages into its catalog (changed English goes fuzzy, as for the book), then
+    compile the catalog's current translations into the .mo that the package ships."""
+    path = i18n.catalog_path(ROOT, args.language, GRADER)
+    old, template = (i18n.load_catalog(path) if path.exists() else None), grader_template()
+    if old is not None and {m.id for m in old if m.id} == {m.id for m in template if m.id}:
+        template.creation_date = old.creation_date  # the same messages: rerunning changes no byte
+    catalog = merge(old, template, args.language)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as f:
+        write_po(f, catalog, width=WIDTH, ignore_obsolete=True, omit_header=False, sort_output=False)
+    mo = grader_mo(args.language)
+    mo.parent.mkdir(parents=True, exist_ok=True)
+    with open(mo, "wb") as f:
+        write_mo(f, catalog, use_fuzzy=False)
+    s = i18n.Stats.of(catalog)
+    print(
+        f"{path.relative_to(ROOT)}: {s.total} messages, {s.translated} translated, {len(s.fuzzy)} fuzzy, "
+        f"{len(s.untranslated)} untranslated; compiled into {mo.relative_to(ROOT)}"
+    )
+    return 0
 
 
 def build(args: argparse.Namespace) -> int:
@@ -260,10 +336,11 @@ def build(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["extract", "update", "check", "build"])
+    parser.add_argument("command", choices=["extract", "update", "check", "build", "grader"])
     parser.add_argument("--language", default=LANGUAGE)
     args = parser.parse_args(argv)
-    return {"extract": extract, "update": update, "check": check, "build": build}[args.command](args)
+    commands = {"extract": extract, "update": update, "check": check, "build": build, "grader": grader}
+    return commands[args.command](args)
 
 
 if __name__ == "__main__":

@@ -139,8 +139,9 @@ def _size(container: tuple[float, int]) -> str:
 
 
 def _bundled(rel: Path, lab: str) -> bool:
-    """The package files a bundle carries: the library and grader, and of the specs only ``lab``'s."""
-    if rel.suffix not in (".py", ".typed") or "__pycache__" in rel.parts:
+    """The package files a bundle carries: the library and grader with its translations, and of the specs only
+    ``lab``'s."""
+    if rel.suffix not in (".py", ".typed", ".mo") or "__pycache__" in rel.parts:
         return False
     return rel.parts[:2] != ("grading", "specs") or rel.name in ("__init__.py", f"{lab}.py")
 

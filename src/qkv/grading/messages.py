@@ -1,0 +1,361 @@
+"""The grader's words: every English text ``qkv grade`` writes for a student or an instructor, and their
+translations (``qkv grade --lang zh``).
+
+Each text is an English template here, with named ``{placeholders}``; a report asks for it through
+:func:`translator`::
+
+    t = translator("zh")
+    t(FEEDBACK_TITLE, lab="soft_lookup", student="ada")   # '实验 soft_lookup：ada 的反馈'
+    t.status("timeout")                                    # the status word
+    t.text("check 2 (a vector (6,)): your function raised ...")  # a line already written in English
+
+The translations live in a gettext catalog like the book's, ``locales/zh_CN/LC_MESSAGES/grader.po`` (translated
+with the book's catalogs; English that changed goes fuzzy). ``tools/i18n.py grader`` extracts the templates,
+the status words and the texts of every spec (descriptions, titles of written questions, case labels) into it
+and compiles ``locale/zh_CN/LC_MESSAGES/qkv_grade.mo`` here, which the wheel ships and the standard library's
+``gettext`` reads: grading needs no Babel. A message that is missing or fuzzy shows in English.
+
+The grader records its feedback lines and notes in English (they are cached with the results, whatever the
+language of the reports); :meth:`Translator.text` translates such a finished text by matching it against the
+templates, placeholder by placeholder, so the cache stays valid in every language.
+"""
+
+from __future__ import annotations
+
+import gettext
+import importlib
+import itertools
+import pkgutil
+import re
+import string
+from functools import cache
+from pathlib import Path
+
+__all__ = ["LANGUAGES", "STATUS_WORDS", "TEMPLATES", "Translator", "catalog_messages", "translator"]
+
+DOMAIN = "qkv_grade"
+LOCALE_DIR = Path(__file__).parent / "locale"
+# `--lang` -> (gettext's locale, the HTML pages' lang attribute)
+LANGUAGES = {"en": ("en", "en"), "zh": ("zh_CN", "zh-CN")}
+
+TEMPLATES: dict[str, str] = {}  # English template -> the name it has here (the translators' comment)
+
+
+def _m(name: str, text: str) -> str:
+    if any(a is not None and b is not None and not lit for (_, a), (lit, b) in itertools.pairwise(_parts(text))):
+        raise ValueError(f"{name}: two placeholders side by side cannot be told apart: {text!r}")
+    TEMPLATES[text] = name
+    return text
+
+
+def _parts(text: str) -> list[tuple[str, str | None]]:
+    """``[(literal, field after it or None), ...]``: ``"a {x} b"`` -> ``[("a ", "x"), (" b", None)]``."""
+    return [(lit, name) for lit, name, _, _ in string.Formatter().parse(text)]
+
+
+STATUS_WORDS = {
+    "graded": "graded",
+    "malformed": "could not be read as a notebook",
+    "timeout": "stopped at the time limit",
+    "memory": "ran out of memory",
+    "crashed": "stopped early",
+    "ambiguous": "several notebooks, none named after the lab",
+    "duplicate": "submitted twice (a file and a folder)",
+    "wrong_lab": "the notebook of another lab",
+}
+
+# --- the student's feedback page (feedback/<student>.html)
+FEEDBACK_TITLE = _m("FEEDBACK_TITLE", "Lab {lab}: feedback for {student}")
+POINTS = _m("POINTS", "{total} / {maximum} points")
+AUTOGRADED = _m("AUTOGRADED", "(autograded)")
+AUTOGRADED_AND_BY_HAND = _m("AUTOGRADED_AND_BY_HAND", "(autograded and hand-graded)")
+STATUS = _m("STATUS", "Status: {status}.")
+STATUS_WITH_NOTE = _m("STATUS_WITH_NOTE", "Status: {status}: {note}.")
+NOT_GRADABLE = _m(
+    "NOT_GRADABLE", "Your submission could not be graded, so every exercise scores 0. Please ask your instructor."
+)
+EXERCISE = _m("EXERCISE", "exercise")
+POINTS_HEADER = _m("POINTS_HEADER", "points")
+FOUND = _m("FOUND", "what the grader found")
+BY_HAND = _m("BY_HAND", "graded by hand")
+BY_HAND_NOT_YET = _m("BY_HAND_NOT_YET", "graded by hand; not yet graded")
+NOT_GRADED = _m("NOT_GRADED", "not graded")
+CELL_ERRORS = _m("CELL_ERRORS", "Cells that raised an error when your notebook was run")
+CELL_ERRORS_WHY = _m(
+    "CELL_ERRORS_WHY", "A failing cell does not stop the others, but a function it should define is then missing."
+)
+
+# --- the written questions, for the instructor (manual/<grade_id>.html)
+MANUAL_TITLE = _m("MANUAL_TITLE", "{lab}: {grade_id} ({points} points, graded by hand)")
+QUESTION = _m("QUESTION", "The question")
+MANUAL_HOW = _m(
+    "MANUAL_HOW",
+    "Enter scores in <code>manual_scores.csv</code> (next to <code>grades.csv</code>, one column per question) "
+    "and run <code>qkv grade</code> again: totals then include them.",
+)
+ANSWERS = _m("ANSWERS", "Answers")
+STUDENT = _m("STUDENT", "student")
+ANSWER = _m("ANSWER", "answer")
+ENTERED = _m("ENTERED", "entered")
+NO_ANSWER_FOUND = _m("NO_ANSWER_FOUND", "(no answer found)")
+EMPTY_ANSWER = _m("EMPTY_ANSWER", "(empty)")
+NOT_ANSWERED = _m("NOT_ANSWERED", "(not answered)")
+
+# --- the class summary, for the instructor (summary.html)
+SUMMARY_TITLE = _m("SUMMARY_TITLE", "Lab {lab}: class summary")
+SUMMARY_PAGE_TITLE = _m("SUMMARY_PAGE_TITLE", "{lab}: summary")
+SUMMARY_RUN = _m("SUMMARY_RUN", "{n} students; seed {seed}; sandbox: {sandbox}.")
+NO_SANDBOX = _m("NO_SANDBOX", "none")
+STATUS_COUNT = _m("STATUS_COUNT", "{status}: {count}")
+PER_ITEM = _m("PER_ITEM", "Per item")
+ITEM = _m("ITEM", "item")
+FULL_MARKS = _m("FULL_MARKS", "full marks")
+MEAN = _m("MEAN", "mean")
+COMMON_FAILURE = _m("COMMON_FAILURE", "most common failure")
+ITEM_BY_HAND = _m("ITEM_BY_HAND", "{grade_id} (by hand)")
+N_ENTERED = _m("N_ENTERED", "{n} entered")
+TOTALS = _m("TOTALS", "Totals")
+TOTAL = _m("TOTAL", "total")
+STATUS_HEADER = _m("STATUS_HEADER", "status")
+
+# --- Gradescope's results.json
+GS_STATUS = _m("GS_STATUS", "Status: {status}")
+GS_STATUS_WITH_NOTE = _m("GS_STATUS_WITH_NOTE", "Status: {status} ({note})")
+GS_CELL_ERRORS = _m("GS_CELL_ERRORS", "Cells that raised an error:")
+GS_BY_HAND = _m("GS_BY_HAND", "Written answers ({grade_ids}) are graded by hand.")
+GS_NO_BWRAP = _m(
+    "GS_NO_BWRAP", "(bubblewrap unavailable here: {why}; graded with resource limits and a separate uid only)"
+)
+GS_FAILED = _m("GS_FAILED", "The autograder failed before grading; please tell your instructor.")
+
+# --- status notes: why a submission was not graded, or stopped
+BOTH_FILE_AND_FOLDER = _m("BOTH_FILE_AND_FOLDER", "both {student}.ipynb and a folder {student}/ were submitted")
+NOT_A_FILE = _m("NOT_A_FILE", "the submission is not a regular file")
+NO_NOTEBOOK = _m("NO_NOTEBOOK", "no notebook (.ipynb) in the submission folder")
+SEVERAL_NOTEBOOKS = _m("SEVERAL_NOTEBOOKS", "{count} notebooks and no single {lab}.ipynb among them")
+EMPTY_FILE = _m("EMPTY_FILE", "the file is empty")
+TOO_LARGE = _m("TOO_LARGE", "the file is {mb} MB, too large for a notebook")
+INVALID_JSON = _m("INVALID_JSON", "not a notebook (invalid JSON: {error})")
+NO_CELLS = _m("NO_CELLS", "not a notebook (no list of cells; nbformat 4 is expected)")
+UNREADABLE = _m("UNREADABLE", "unreadable: {error}")
+WRONG_LAB = _m("WRONG_LAB", "this is a notebook of the lab {other}, not of {lab}")
+CELL_STOPPED = _m(
+    "CELL_STOPPED",
+    "code cell {cell} was still running at its time limit (an endless loop at the top level of the cell?); "
+    "the notebook stopped there",
+)
+STILL_RUNNING = _m("STILL_RUNNING", "the notebook was still running at the time limit (an endless loop?)")
+STILL_RUNNING_AT = _m(
+    "STILL_RUNNING_AT",
+    "the notebook was still running at the time limit (it was running code cell {cell}) (an endless loop?)",
+)
+OUT_OF_MEMORY = _m("OUT_OF_MEMORY", "some code asked for more memory than a submission may use")
+TOO_MUCH_OUTPUT = _m("TOO_MUCH_OUTPUT", "sent far more output than a notebook should")
+WORKER_FAILED = _m(
+    "WORKER_FAILED", "the grader's worker failed while running this notebook (not the student's doing; run again)"
+)
+KILLED = _m("KILLED", "the notebook's process ended early (killed by signal {signal})")
+EXITED = _m("EXITED", "the notebook's process ended early (exited with status {code})")
+SLOW_STOPPED = _m(
+    "SLOW_STOPPED",
+    "{functions} ran past the time limit of one call (an endless loop?) and was stopped; "
+    "only the items that call it lost points",
+)
+FUNCTION_IN_CELL = _m("FUNCTION_IN_CELL", "{function} (code cell {cell})")
+GRADER_ERROR = _m("GRADER_ERROR", "grader error: {error}")
+CELL_ERROR = _m("CELL_ERROR", "code cell {cell}: {error}")
+
+# --- one exercise's lines in the feedback
+CHECK_LABELLED = _m("CHECK_LABELLED", "check {n} ({label})")
+CHECK = _m("CHECK", "check {n}")
+ONE_CHECK = _m("ONE_CHECK", "{n} check")
+CHECKS = _m("CHECKS", "{n} checks")
+PASSED_ALL = _m("PASSED_ALL", "passed all {checks}")
+PASSED_ALL_BUT = _m("PASSED_ALL_BUT", "passed all {checks}, but:")
+FAILED_SOME = _m("FAILED_SOME", "failed {failed} of {checks}")
+ZERO_POINTS = _m("ZERO_POINTS", "0 points: {reason}")
+EVERY_CHECK = _m("EVERY_CHECK", "every check: {why}")
+CHECK_FAILED = _m("CHECK_FAILED", "{what}: {why}")
+NO_RESULT = _m("NO_RESULT", "no result (the notebook stopped, timed out or crashed before this check)")
+RAN_PAST = _m("RAN_PAST", "{functions} ran past the time limit")  # a name, maybe with its code cell
+CALL_TOO_SLOW = _m("CALL_TOO_SLOW", "your code ran past the time limit of one call (an endless loop?): {why}")
+CPU_LIMIT = _m("CPU_LIMIT", "ran past the time limit of {seconds} s of CPU time")
+CALLED_FORBIDDEN = _m("CALLED_FORBIDDEN", "your code called a function this exercise forbids")
+NOT_WRITTEN = _m("NOT_WRITTEN", "not written yet (it still raises NotImplementedError)")
+NOT_A_TENSOR_RETURNED = _m(
+    "NOT_A_TENSOR_RETURNED", "your function returned something that is not a tensor or a number ({error})"
+)
+RAISED = _m("RAISED", "your function raised {error}")
+UNREADABLE_RESULT = _m("UNREADABLE_RESULT", "the result could not be read")
+NO_DEFINITION = _m(
+    "NO_DEFINITION", "no definition of {function} was found in your notebook (define it with `def` or `class`)"
+)
+USES_FORBIDDEN = _m("USES_FORBIDDEN", "uses {names}, which this exercise forbids (it would do the work for you)")
+USES_HATCHES = _m(
+    "USES_HATCHES", "your notebook uses {names}, which can get around the grader's checks (write the code plainly)"
+)
+
+# --- comparing a result with the reference (spec.compare), and the specs' own checks and return-type contracts
+THE_RESULT = _m("THE_RESULT", "the result")
+VALUE_OF = _m("VALUE_OF", "value {n} of {where}")
+WANT_TUPLE_GOT_ONE = _m("WANT_TUPLE_GOT_ONE", "{where} should be a tuple of {count} values; got a single value")
+WANT_TUPLE_GOT_N = _m("WANT_TUPLE_GOT_N", "{where} should be a tuple of {count} values; got {got}")
+WANT_ONE_GOT_TUPLE = _m("WANT_ONE_GOT_TUPLE", "{where} should be a single tensor; got a tuple of {count} values")
+NOT_A_TENSOR = _m("NOT_A_TENSOR", "{where} is not a tensor or a number")
+WRONG_SHAPE = _m("WRONG_SHAPE", "{where} has shape {got}; expected {expected}")
+NOT_FINITE = _m(
+    "NOT_FINITE", "{where} contains NaN or inf where the correct answer is finite (overflow? division by zero?)"
+)
+WRONG_VALUES = _m("WRONG_VALUES", "{where} is wrong in {bad} of {size} entries (largest error {largest})")
+NOT_REPRODUCIBLE = _m(
+    "NOT_REPRODUCIBLE",
+    "two calls with the same seed gave different results: draw from a generator seeded with `seed`",
+)
+TRAINED_TOO_LITTLE = _m(
+    "TRAINED_TOO_LITTLE",
+    "after training, the model reverses {accuracy} of the tokens of new sequences correctly; it needs {threshold}",
+)
+WANT_PYTHON_FLOAT = _m("WANT_PYTHON_FLOAT", "TypeError: return a Python float (use .item()); got {got}")
+WANT_BOOL_MASK = _m("WANT_BOOL_MASK", "TypeError: a mask is a boolean tensor (dtype torch.bool); got {got}")
+WANT_FLOAT = _m("WANT_FLOAT", "TypeError: return a float tensor (use .float()); got {got}")
+WANT_FLOAT32 = _m("WANT_FLOAT32", "TypeError: return a float32 tensor (compute in float64, then .float()); got {got}")
+WANT_INTEGER = _m("WANT_INTEGER", "TypeError: return an integer tensor of counts; got {got}")
+
+
+def spec_messages() -> dict[str, str]:
+    """What every lab's spec shows: item descriptions and titles, written questions' titles, case labels
+    (drawn with a fixed seed: a label says what is checked, never a drawn value). Text -> where it comes from."""
+    from . import specs
+    from .spec import Item, item_generator, load_spec
+
+    found: dict[str, str] = {}
+    for module in pkgutil.iter_modules(specs.__path__):
+        if not hasattr(importlib.import_module(f"{specs.__name__}.{module.name}"), "SPEC"):
+            continue  # shared helpers (contracts.py)
+        for item in load_spec(module.name).items:
+            where = f"{module.name}: {item.grade_id}"
+            texts = {"title": item.title}
+            if isinstance(item, Item):
+                texts["description"] = item.describe
+                for n, case in enumerate(item.cases(item_generator(0, item.grade_id))):
+                    texts[f"case {n + 1}"] = case.label
+            for kind, text in texts.items():
+                if text:
+                    found.setdefault(text, f"{where} {kind}")
+    return found
+
+
+def catalog_messages() -> dict[str, str]:
+    """Every message of the catalog: English text -> a comment for the translator (where it is used)."""
+    out = {text: f"grader: {name}" for text, name in TEMPLATES.items()}
+    out.update({text: f"status word: {key}" for key, text in STATUS_WORDS.items() if text not in out})
+    for text, where in spec_messages().items():
+        out.setdefault(text, f"spec {where}")
+    return out
+
+
+# How Translator.text reads a placeholder in a finished English text. A name not listed is kept as it is
+# (code names, shapes, a student's name).
+NUMBERS = frozenset({"n", "failed", "count", "cell", "bad", "size", "seconds", "signal", "code", "mb", "seed"})
+NUMBER = re.compile(r"[-+]?\d[\d.]*(e[-+]?\d+)?%?")
+MESSAGES = frozenset({"what", "where", "label", "checks", "status"})  # always one of our messages
+MAYBE = frozenset({"why", "note", "reason", "error"})  # ours, or text from elsewhere (an exception)
+SEPARATORS = {"en": ", ", "zh": "、"}  # between the items of a list ({functions})
+
+
+class Translator:
+    """``t(template, **params)``: the template in ``lang``, filled in. Params are inserted as given: translate
+    a nested text first (``t(PASSED_ALL, checks=t(CHECKS, n=3))``)."""
+
+    def __init__(self, lang: str, locale_dir: Path = LOCALE_DIR):
+        if lang not in LANGUAGES:
+            raise ValueError(f"unknown language {lang!r}: the grader speaks {', '.join(LANGUAGES)}")
+        self.lang = lang
+        locale, self.html_lang = LANGUAGES[lang]
+        self._catalog = (
+            gettext.NullTranslations()
+            if lang == "en"
+            else gettext.translation(DOMAIN, localedir=locale_dir, languages=[locale])
+        )
+        self._templates = [(t, _parts(t)) for t in TEMPLATES if "{" in t]
+        self.text = cache(self._text)
+        self._parse = cache(self._parse)  # type: ignore[method-assign]  # a line's pieces recur in its parses
+
+    def __call__(self, template: str, /, **params: object) -> str:
+        return self._tidy(self._catalog.gettext(template).format(**params))
+
+    def status(self, key: str) -> str:
+        """A status word (``timeout`` -> ``stopped at the time limit``); an unknown key as it is."""
+        return self._catalog.gettext(STATUS_WORDS[key]) if key in STATUS_WORDS else key
+
+    def _tidy(self, text: str) -> str:
+        """Chinese: no space beside full-width punctuation (a placeholder's text may end in one)."""
+        return re.sub(r" *([（）：；，。、]) *", r"\1", text) if self.lang == "zh" else text
+
+    def _text(self, english: str) -> str:
+        """A text the grader already wrote in English (a feedback line, a note), translated as far as our
+        messages cover it; anything else (a student's exception) stays as it is."""
+        if self.lang == "en":
+            return english
+        parsed = self._parse(english)
+        return self._tidy(parsed[0]) if parsed else english
+
+    def _parse(self, english: str) -> tuple[str, int, bool] | None:
+        """``english`` translated, how many of its characters our messages cover, and whether all of it is
+        ours (no placeholder kept as unknown text); None when no message covers it. A known message whole,
+        else the template whose reading covers most."""
+        whole = self._catalog.gettext(english)
+        if whole != english:
+            return whole, len(english), True
+        best = None
+        for template, parts in self._templates:
+            for params in _matches(english, parts):
+                read = {k: self._param(k, v) for k, v in params.items()}
+                if any(r is None for r in read.values()):
+                    continue
+                own = sum(len(lit) for lit, _ in parts)
+                covered = own + sum(r[1] for r in read.values())  # type: ignore[index]
+                # The reading that covers most; of equal ones, the outermost template that says most
+                # ("value 1 of the result is wrong in ..." is about value 1, not "value 1 of (... is wrong)").
+                if best is None or (covered, own) > best[0]:
+                    filled = {k: r[0] for k, r in read.items()}  # type: ignore[index]
+                    exact = all(r[2] for r in read.values())  # type: ignore[index]
+                    best = (covered, own), self._catalog.gettext(template).format(**filled), exact
+        return (best[1], best[0][0], best[2]) if best else None
+
+    def _param(self, name: str, value: str) -> tuple[str, int, bool] | None:
+        """A placeholder's text read by its kind; None when it cannot be that kind (the reading is wrong)."""
+        if name in NUMBERS:
+            return (value, 0, True) if NUMBER.fullmatch(value) else None
+        if name == "functions":  # names as they are, each maybe with its code cell
+            items = [self._parse(v) or (v, 0, True) for v in value.split(", ")]
+            return SEPARATORS[self.lang].join(v for v, _, _ in items), sum(c for _, c, _ in items), True
+        if name in MESSAGES:  # wholly ours, or this reading is wrong
+            parsed = self._parse(value)
+            return parsed if parsed and parsed[2] else None
+        if name in MAYBE:
+            return self._parse(value) or (value, 0, False)
+        return value, 0, True
+
+
+def _matches(text: str, parts: list[tuple[str, str | None]], at: int = 0) -> list[dict[str, str]]:
+    """Every way ``text[at:]`` fills the placeholders of ``parts`` (each with a non-empty text)."""
+    (lit, name), rest = parts[0], parts[1:]
+    if not text.startswith(lit, at):
+        return []
+    at += len(lit)
+    if name is None:
+        return [{}] if at == len(text) else []
+    if not rest:  # the placeholder ends the template
+        return [{name: text[at:]}] if at < len(text) else []
+    found, end = [], text.find(rest[0][0], at + 1)
+    while end >= 0:
+        found += [{name: text[at:end], **tail} for tail in _matches(text, rest, end)]
+        end = text.find(rest[0][0], end + 1)
+    return found
+
+
+@cache
+def translator(lang: str = "en") -> Translator:
+    """The grader's words in ``lang`` (``en`` or ``zh``; ``qkv grade --lang``)."""
+    return Translator(lang)
