@@ -113,6 +113,16 @@ def test_a_changed_paragraph_goes_fuzzy_and_stays_english():
     assert missing == ["The weights sum to one, always."]
 
 
+def test_a_new_term_in_chinese_is_not_matched_to_an_old_one():
+    """A glossary cell already in Chinese is its own translation, even where msgmerge finds a neighbour for it."""
+    old = Catalog(locale="zh_CN")
+    old.add("注意力", "注意力")
+    template = Catalog()
+    template.add("注意力图")
+    merged = TOOL.merge(old, template).get("注意力图")
+    assert (merged.string, merged.fuzzy) == ("注意力图", False)
+
+
 def test_broken_translations_are_caught():
     assert TOOL.broken("Use `q @ k.T` and $\\sqrt{d_k}$.", "用 `q @ k.T` 和 $\\sqrt{d_k}$。") == []
     assert TOOL.broken("Use `q @ k.T`.", "用 q @ k.T。") == ["code differs"]

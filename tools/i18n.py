@@ -116,8 +116,9 @@ def merge(catalog: Catalog | None, template: Catalog, language: str = LANGUAGE) 
     catalog.update(template, update_header_comment=False)
     for msg in catalog:
         msg.flags -= {"python-format", "python-brace-format"}  # prose, not format strings: "% of" is text here
-        if msg.id and not msg.string and (msg.id in i18n.KEEP or _nothing_to_translate(str(msg.id))):
-            msg.string = msg.id
+        if msg.id and (not msg.string or msg.fuzzy) and (msg.id in i18n.KEEP or _nothing_to_translate(str(msg.id))):
+            msg.string = msg.id  # also when msgmerge matched it to a neighbour: a new term 注意力图 is not 注意力
+            msg.flags.discard("fuzzy")
     return catalog
 
 
