@@ -8,13 +8,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from lab_server import running_jupyterlab
 
 from qkv.cli import main
 from qkv.labs import lab_ids
@@ -100,12 +100,6 @@ def _get(url: str) -> tuple[int, str]:
 def test_hub_configuration_has_student_tools_only(tmp_path):
     """JupyterLab started with the image's configuration (hub/jupyter): validate and the assignment list answer,
     formgrader and the course list do not exist, and the instructor's lab plugins are disabled and locked."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    token = secrets.token_hex(16)
     env = {
         **ENV,
         "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
@@ -113,27 +107,8 @@ def test_hub_configuration_has_student_tools_only(tmp_path):
         "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
         "JUPYTER_DATA_DIR": str(tmp_path / "data"),
     }
-    command = [
-        sys.executable,
-        "-m",
-        "jupyterlab",
-        "--no-browser",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={tmp_path}",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ] + (["--allow-root"] if os.geteuid() == 0 else [])
-    log = tmp_path / "lab.log"
-    with open(log, "wb") as out:
-        server = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 180
-        while _get(f"{base}/api/status?token={token}")[0] != 200:
-            assert server.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.5)
+    with running_jupyterlab(tmp_path, env, tmp_path / "lab.log") as (url, token):
+        base = url.rstrip("/")
         assert _get(f"{base}/formgrader?token={token}")[0] == 404
         assert _get(f"{base}/formgraders?token={token}")[0] == 404  # the course list
         assert (
@@ -153,9 +128,6 @@ def test_hub_configuration_has_student_tools_only(tmp_path):
         assert not {"@jupyter/nbgrader:validate-assignment", "@jupyter/nbgrader:assignment-list"} & set(
             config["disabledExtensions"]
         )
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 def _run(cmd: list[str], cwd: Path, ok: bool = True) -> subprocess.CompletedProcess:

@@ -18,8 +18,8 @@ import contextlib
 import functools
 import http.server
 import os
-import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -44,6 +44,7 @@ CHROMIUM_FLAGS = [
 ]
 LOCAL_HOSTS = {"127.0.0.1"}
 VIEWPORT = {"width": 1280, "height": 900}
+THEMES = ("light", "dark")
 
 
 @dataclass
@@ -110,17 +111,47 @@ def watch(page) -> Traffic:
     return traffic
 
 
+@contextlib.contextmanager
+def opened(browser_context, url: str):
+    """A new page, watched from its first request, loaded from `url`; yields (page, traffic), then closes it."""
+    page = browser_context.new_page()
+    traffic = watch(page)
+    try:
+        page.goto(url, wait_until="load")
+        yield page, traffic
+    finally:
+        page.close()
+
+
+def set_theme(page, mode: str) -> None:
+    page.evaluate(
+        """(mode) => {
+             document.documentElement.dataset.mode = mode;
+             document.documentElement.dataset.theme = mode;
+           }""",
+        mode,
+    )
+    page.wait_for_timeout(200)  # let the theme's transitions settle before the screenshot
+
+
+def in_each_theme(page, screenshots: Path, name: str, check: Callable[[str], list[str]] = lambda mode: []) -> list[str]:
+    """Show `page` in each theme; in each, save a full-page screenshot as `screenshots/<mode>/<name>.png` and
+    run `check(mode)`. Returns the problems the checks found."""
+    problems = []
+    for mode in THEMES:
+        set_theme(page, mode)
+        path = screenshots / mode / f"{name}.png"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(path), full_page=True)
+        problems += check(mode)
+    return problems
+
+
 def refuse_outside(route):
     if is_local(route.request.url):
         route.continue_()
     else:
         route.abort("internetdisconnected")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):

@@ -30,7 +30,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 import yaml
-from browser_support import HTML, REPO, SCREENSHOTS, serve_directory, watch
+from browser_support import HTML, REPO, SCREENSHOTS, in_each_theme, opened, serve_directory
 
 pytestmark = pytest.mark.browser
 
@@ -321,23 +321,6 @@ def advisories(info: dict) -> dict:
     return {"heading_level_skips": skips, "code_scrolling_sideways": info["wideCode"]}
 
 
-def screenshot_path(mode: str, name: str) -> Path:
-    path = SCREENSHOTS / mode / f"{name}.png"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def set_theme(page, mode: str) -> None:
-    page.evaluate(
-        """(mode) => {
-             document.documentElement.dataset.mode = mode;
-             document.documentElement.dataset.theme = mode;
-           }""",
-        mode,
-    )
-    page.wait_for_timeout(200)  # let the theme's transitions settle before the screenshot
-
-
 def test_toc_lists_pages():
     assert PAGES, "_toc.yml lists no page"
     missing = [p for p in PAGES if not any((REPO / f"{p}{s}").is_file() for s in SOURCE_SUFFIXES)]
@@ -348,21 +331,17 @@ def check_page(name, book_url, browser_context):
     html_file = HTML / f"{name}.html"
     assert html_file.is_file(), f"{name} is in _toc.yml but {html_file} was not built"
     started = time.perf_counter()
-    page = browser_context.new_page()
-    traffic = watch(page)
-    try:
-        page.goto(book_url + f"{name}.html", wait_until="load")
+    with opened(browser_context, book_url + f"{name}.html") as (page, traffic):
         problems, info = check_loaded_page(page, traffic, name, book_url)
         problems += alt_text_problems(info)
         axe = {}
-        for mode in ("light", "dark"):
-            set_theme(page, mode)
-            page.screenshot(path=str(screenshot_path(mode, name)), full_page=True)
+
+        def check_axe(mode: str) -> list[str]:
             axe[mode] = axe_violations(page)
-            problems += blocking(axe[mode], mode)
+            return blocking(axe[mode], mode)
+
+        problems += in_each_theme(page, SCREENSHOTS, name, check_axe)
         problems += [p for p in traffic.problems() if p not in problems]  # anything the theme switch caused
-    finally:
-        page.close()
     report = {
         "page": name,
         "seconds": round(time.perf_counter() - started, 2),
@@ -395,13 +374,8 @@ class TestPagesOdd:
 
 
 def test_index_redirects_to_the_first_page(book_url, browser_context):
-    page = browser_context.new_page()
-    traffic = watch(page)
-    try:
-        page.goto(book_url + "index.html", wait_until="load")
+    with opened(browser_context, book_url + "index.html") as (page, traffic):
         page.wait_for_url(f"**/{PAGES[0]}.html")
-    finally:
-        page.close()
     assert not traffic.problems(), "\n".join(traffic.problems())
 
 
@@ -425,13 +399,8 @@ def test_opened_from_disk(kind, marker, book_url, browser_context):
     """The HTML folder copied or unzipped anywhere and opened as files: math and widgets still work."""
     name = _first_page_with(marker)
     assert name is not None, f"no page in _toc.yml has {kind} ({marker}); this test needs one"
-    page = browser_context.new_page()
-    traffic = watch(page)
-    try:
-        page.goto((HTML / f"{name}.html").as_uri(), wait_until="load")
+    with opened(browser_context, (HTML / f"{name}.html").as_uri()) as (page, traffic):
         problems, info = check_loaded_page(page, traffic, name, base=None)
-    finally:
-        page.close()
     if kind == "math":
         assert info["mathNodes"] > 0 and not info["untypeset"]
     else:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import shutil
 import subprocess
 import sys
@@ -26,12 +25,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from browser_support import REPO, SCREENSHOTS, free_port, watch
+from browser_support import REPO, SCREENSHOTS, watch
+from lab_server import running_jupyterlab
 
 pytestmark = pytest.mark.browser
 
 SLIDER_SOURCE = re.compile(r"\b(?:Int|Float|FloatLog|IntRange|FloatRange|Selection)?Slider\(|\binteract(?:_manual)?\(")
-START_TIMEOUT_S = 180  # two busy cores: 20 to 40 s seen while other tests ran
 RUN_TIMEOUT_S = 180  # all cells of one lab; each lab runs in at most 20 s on two cores
 
 
@@ -112,8 +111,6 @@ def jupyterlab(tmp_path_factory):
     )
     settings = tmp / "settings"
     _write_settings(settings)
-    token = secrets.token_hex(24)
-    port = free_port()
     env = dict(os.environ)
     env.update(
         {
@@ -126,51 +123,10 @@ def jupyterlab(tmp_path_factory):
             "PYTHONUNBUFFERED": "1",
         }
     )
-    command = [
-        sys.executable,
-        "-m",
-        "jupyterlab",
-        "--no-browser",
-        "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}",
-        "--ServerApp.port_retries=0",
-        f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={work}",
-        "--LabApp.news_url=",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-    ]
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        command.append("--allow-root")
-    log_path = tmp / "jupyterlab.log"
-    with open(log_path, "wb") as log:
-        server = subprocess.Popen(command, cwd=work, env=env, stdout=log, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}/"
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            if server.poll() is not None:
-                pytest.fail(
-                    f"JupyterLab exited with {server.returncode}:\n{log_path.read_text()[-3000:]}", pytrace=False
-                )
-            try:
-                with urllib.request.urlopen(f"{base}api/status?token={token}", timeout=5) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"JupyterLab did not start in {START_TIMEOUT_S} s:\n{log_path.read_text()[-3000:]}", pytrace=False
-                )
-            time.sleep(0.5)
-        yield base, token, work
+        with running_jupyterlab(work, env, tmp / "jupyterlab.log") as (base, token):
+            yield base, token, work
     finally:
-        server.terminate()
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
         shutil.rmtree(tmp / "runtime", ignore_errors=True)
 
 

@@ -9,8 +9,8 @@ same page in English and back. Screenshots go to `_build/screenshots/zh/{light,d
 from __future__ import annotations
 
 import pytest
-from browser_support import HTML, SCREENSHOTS, serve_directory, watch
-from test_book_pages import PAGES, check_loaded_page, set_theme
+from browser_support import HTML, SCREENSHOTS, in_each_theme, opened, serve_directory
+from test_book_pages import PAGES, check_loaded_page
 
 pytestmark = pytest.mark.browser
 
@@ -44,10 +44,7 @@ SWITCH_JS = r"""
 
 
 def check_chinese_page(name, site_url, browser_context):
-    page = browser_context.new_page()
-    traffic = watch(page)
-    try:
-        page.goto(site_url + f"zh/{name}.html", wait_until="load")
+    with opened(browser_context, site_url + f"zh/{name}.html") as (page, traffic):
         problems, _ = check_loaded_page(page, traffic, f"zh/{name}", site_url)
         info = page.evaluate(SWITCH_JS)
         if info["lang"] != "zh-CN":
@@ -58,14 +55,8 @@ def check_chinese_page(name, site_url, browser_context):
             problems.append(f"the theme's search button is not in Chinese: {info['searchLabel']!r}")
         if info["switchLang"] != "en" or info["switchHref"] != site_url + f"{name}.html":
             problems.append(f"language switch leads to {info['switchHref']} ({info['switchLang']})")
-        for mode in ("light", "dark"):
-            set_theme(page, mode)
-            path = SCREENSHOTS / "zh" / mode / f"{name}.png"
-            path.parent.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(path), full_page=True)
+        problems += in_each_theme(page, SCREENSHOTS / "zh", name)
         problems += [p for p in traffic.problems() if p not in problems]
-    finally:
-        page.close()
     assert not problems, f"zh/{name}.html:\n  " + "\n  ".join(problems)
 
 
@@ -84,18 +75,13 @@ class TestChinesePagesOdd:
 @pytest.mark.parametrize("name", ["chapters/soft_lookup", "labs/soft_lookup/soft_lookup"])
 def test_switch_there_and_back_by_clicking(name, site_url, browser_context):
     """A reader clicks 中文 on an English page, then English on the Chinese one, and is back where they started."""
-    page = browser_context.new_page()
-    traffic = watch(page)
-    try:
-        page.goto(site_url + f"{name}.html", wait_until="load")
+    with opened(browser_context, site_url + f"{name}.html") as (page, traffic):
         page.click("a.qkv-language-switch[hreflang='zh-CN']")
         page.wait_for_url(site_url + f"zh/{name}.html")
         assert page.evaluate("document.documentElement.lang") == "zh-CN"
         page.click("a.qkv-language-switch[hreflang='en']")
         page.wait_for_url(site_url + f"{name}.html")
         assert page.evaluate("document.documentElement.lang") == "en"
-    finally:
-        page.close()
     assert not traffic.problems(), "\n".join(traffic.problems())
 
 

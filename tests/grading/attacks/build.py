@@ -11,6 +11,8 @@ import copy
 import json
 from pathlib import Path
 
+from nbformat.v4 import new_code_cell
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 SOLUTION = json.loads((ROOT / "solutions/soft_lookup/soft_lookup.ipynb").read_text())
@@ -42,14 +44,7 @@ def soft_lookup(query, keys, values, temperature=1.0):
 
 
 def code(src: str, cid: str = "attack") -> dict:
-    return {
-        "cell_type": "code",
-        "execution_count": None,
-        "id": cid,
-        "metadata": {},
-        "outputs": [],
-        "source": src.strip("\n") + "\n",
-    }
+    return new_code_cell(src.strip("\n") + "\n", id=cid)
 
 
 def with_cells(base: dict, *cells: dict, at: int | None = None) -> dict:

@@ -18,6 +18,8 @@ import copy
 import re
 from dataclasses import dataclass, field
 
+from nbformat.v4 import new_code_cell
+
 from qkv.grading.testing import completed_lab, with_function
 
 LABS = (
@@ -43,17 +45,6 @@ class Sub:
     why: str = ""  # what the submission is, for the report
 
 
-def code_cell(source: str, cid: str) -> dict:
-    return {
-        "cell_type": "code",
-        "execution_count": None,
-        "id": cid,
-        "metadata": {},
-        "outputs": [],
-        "source": source.strip("\n") + "\n",
-    }
-
-
 def _defines(cell: dict, name: str) -> bool:
     src = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
     return cell["cell_type"] == "code" and re.search(rf"^(def|class)\s+{re.escape(name)}\b", src, re.M) is not None
@@ -69,7 +60,7 @@ def add_cell(nb: dict, after: str | None, source: str, cid: str) -> dict:
         )
     else:
         at = next(i for i, c in enumerate(cells) if _defines(c, after))
-    cells.insert(at + 1, code_cell(source, cid))
+    cells.insert(at + 1, new_code_cell(source.strip("\n") + "\n", id=cid))
     return nb
 
 
