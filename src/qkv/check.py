@@ -20,11 +20,11 @@ __all__ = ["add_parser", "check_notebook"]
 
 def check_notebook(lab: str, notebook: Path, *, course: Path, seed: int = 0, timeout: float = 120.0) -> dict:
     """Grade one notebook of ``lab`` as ``qkv grade`` would, without the sandbox; the grader's result dict."""
-    from .grading.grader import run_batch
+    from .grading.command import run_batch
 
     notebook = Path(notebook)
     if not notebook.is_file():
-        from .grading.grader import GradeError
+        from .grading.lab import GradeError
 
         raise GradeError(f"notebook not found: {notebook}")
     with tempfile.TemporaryDirectory(prefix="qkv-check-") as tmp:
@@ -49,7 +49,7 @@ def check_notebook(lab: str, notebook: Path, *, course: Path, seed: int = 0, tim
 
 def report(lab: str, result: dict, course: Path) -> str:
     """The per-exercise points, the reasons and the total, as printed by ``qkv check``."""
-    from .grading.grader import load_lab
+    from .grading.lab import load_lab
 
     spec = load_lab(lab, course).spec
     out = []
@@ -71,7 +71,7 @@ def report(lab: str, result: dict, course: Path) -> str:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .grading.grader import GradeError
+    from .grading.lab import GradeError
 
     try:
         result = check_notebook(args.lab, args.notebook, course=args.course, seed=args.seed, timeout=args.timeout)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from qkv.grading import sandbox
-from qkv.grading.grader import run_batch
+from qkv.grading.command import run_batch
 from qkv.grading.testing import COURSE
 
 ATTACKS = Path(__file__).parent / "attacks"

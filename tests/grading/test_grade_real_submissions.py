@@ -12,7 +12,7 @@ import stat
 
 import pytest
 
-from qkv.grading.grader import write_atomic
+from qkv.grading.atomic import write_atomic
 from qkv.grading.spec import load_spec
 from qkv.grading.testing import COURSE, completed_lab, grade_across_labs, grade_notebooks, with_function
 from qkv.labs import lab_ids

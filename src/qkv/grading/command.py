@@ -1,4 +1,8 @@
-"""The ``qkv grade`` and ``qkv gradescope-bundle`` subcommands (registered in ``qkv/cli.py``)."""
+"""``qkv grade`` and ``qkv gradescope-bundle`` (registered in ``qkv/cli.py``), and :func:`run_batch`, which wires
+the layers: the lab, the batch of submissions, the reports.
+
+Grader side, the top layer: may import every other module of the grader (none imports it but ``testing``).
+"""
 
 from __future__ import annotations
 
@@ -10,10 +14,29 @@ import sys
 import tempfile
 from pathlib import Path
 
-from . import sandbox
-from .grader import GradeError, default_jobs, load_lab, run_batch, write_atomic
+from . import bwrap, reports
+from .atomic import write_atomic
+from .batch import default_jobs, grade_folder
+from .gradescope import build_bundle
+from .lab import GradeError, load_lab
+from .results import Result
 
-__all__ = ["add_parsers"]
+__all__ = ["add_parsers", "run_batch"]
+
+
+def run_batch(lab_id: str, submissions: Path, out: Path, *, course: Path = Path("."), **options) -> list[dict]:
+    """Grade every student under ``submissions`` into ``out``: the cache, grades.csv, feedback, the manual-grading
+    pages and the summary. Returns each result's JSON form (as cached), sorted by student. ``options``: those of
+    :func:`.batch.grade_folder` (jobs, timeout, memory, fresh, use_sandbox, seed, call_timeout, log)."""
+    return [r.to_json() for r in grade_and_report(lab_id, submissions, out, course=course, **options)]
+
+
+def grade_and_report(lab_id: str, submissions: Path, out: Path, *, course: Path = Path("."), **options) -> list[Result]:
+    """:func:`run_batch`, returning the typed results."""
+    lab = load_lab(lab_id, course)
+    results, run = grade_folder(lab, submissions, Path(out), **options)
+    reports.write_all(Path(out), lab, results, run)
+    return results
 
 
 def add_parsers(sub) -> None:
@@ -81,7 +104,7 @@ def _grade(args: argparse.Namespace) -> int:
                 "--no-sandbox: submissions run WITHOUT bubblewrap; they can read files and use the network "
                 "as an unprivileged user (or as you, when not root). Use it only for notebooks you trust."
             )
-        results = run_batch(
+        results = grade_and_report(
             args.lab,
             args.submissions,
             args.out,
@@ -115,8 +138,8 @@ def _gradescope(args: argparse.Namespace, log) -> int:
         raise GradeError(f"submission not found: {src}")
     use_sandbox, note = not args.no_sandbox, ""
     if use_sandbox:
-        bwrap = sandbox.bwrap_path()
-        ok, why = sandbox.bwrap_works(bwrap) if bwrap else (False, "bubblewrap is not installed")
+        path = bwrap.bwrap_path()
+        ok, why = bwrap.bwrap_works(path) if path else (False, "bubblewrap is not installed")
         if not ok:
             # Gradescope's container often forbids namespaces. The container is itself a throwaway sandbox for
             # this one submission; inside it, the child still runs as an unprivileged uid with resource limits,
@@ -139,7 +162,7 @@ def _gradescope(args: argparse.Namespace, log) -> int:
                     dest = subs / p.relative_to(src)
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy(p, dest)
-        results = run_batch(
+        results = grade_and_report(
             args.lab,
             subs.parent,
             Path(tmp) / "out",
@@ -153,16 +176,12 @@ def _gradescope(args: argparse.Namespace, log) -> int:
             call_timeout=args.call_timeout,
             log=log,
         )
-    from .reports import gradescope_json
-
-    write_atomic(args.out / "results.json", gradescope_json(results[0], lab, note))
+    write_atomic(args.out / "results.json", reports.gradescope_json(results[0], lab, note))
     log(f"results.json written to {args.out}: {json.loads((args.out / 'results.json').read_text())['score']:g} points")
     return 0
 
 
 def _bundle(args: argparse.Namespace) -> int:
-    from .gradescope import build_bundle
-
     try:
         path = build_bundle(
             args.lab,

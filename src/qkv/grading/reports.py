@@ -1,5 +1,9 @@
 """What ``qkv grade`` writes: grades.csv, feedback/<student>.html, manual/<grade_id>.html, summary.html,
-Gradescope's results.json. Everything a student wrote is escaped; every file is written atomically."""
+Gradescope's results.json. Everything a student wrote is escaped; every file is written atomically.
+
+Grader side, above ``results`` and ``lab``: imports the standard library and, of the grader, ``atomic``, ``lab``
+and ``results``; it never grades (``command.py`` hands it the results).
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from .grader import Lab, write_atomic
+from .atomic import write_atomic
+from .lab import Lab
+from .results import Result
 
 STATUS_WORDS = {
     "graded": "graded",
@@ -67,23 +73,23 @@ def manual_scores(out: Path, lab: Lab) -> dict[str, dict[str, float]]:
     return scores
 
 
-def totals(res: dict, lab: Lab, entered: dict[str, float]) -> tuple[float, float]:
-    total = sum(i["points"] for i in res["items"].values()) + sum(entered.values())
+def totals(res: Result, lab: Lab, entered: dict[str, float]) -> tuple[float, float]:
+    total = res.points + sum(entered.values())
     maximum = lab.spec.max_auto + sum(float(lab.spec.item(g).points) for g in entered)
     return total, maximum
 
 
-def write_csv(out: Path, lab: Lab, results: list[dict], manual: dict) -> None:
+def write_csv(out: Path, lab: Lab, results: list[Result], manual: dict) -> None:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["student", "total", "max_total", "status", *lab.order])
     for res in results:
-        entered = manual.get(res["student"], {})
+        entered = manual.get(res.student, {})
         total, maximum = totals(res, lab, entered)
-        row = [csv_safe(res["student"]), f"{total:g}", f"{maximum:g}", res["status"]]
+        row = [csv_safe(res.student), f"{total:g}", f"{maximum:g}", res.status]
         for gid in lab.order:
-            if gid in res["items"]:
-                row.append(f"{res['items'][gid]['points']:g}")
+            if gid in res.items:
+                row.append(f"{res.items[gid].points:g}")
             elif gid in entered:
                 row.append(f"{entered[gid]:g}")
             else:
@@ -92,16 +98,16 @@ def write_csv(out: Path, lab: Lab, results: list[dict], manual: dict) -> None:
     write_atomic(out / "grades.csv", buf.getvalue())
 
 
-def feedback_html(res: dict, lab: Lab, entered: dict[str, float]) -> str:
+def feedback_html(res: Result, lab: Lab, entered: dict[str, float]) -> str:
     e = html.escape
     total, maximum = totals(res, lab, entered)
     parts = [
-        f"<h1>Lab {e(lab.lab)}: feedback for {e(res['student'])}</h1>",
+        f"<h1>Lab {e(lab.lab)}: feedback for {e(res.student)}</h1>",
         f"<p><strong>{total:g} / {maximum:g} points</strong> (autograded"
-        f"{' and hand-graded' if entered else ''}). Status: {e(STATUS_WORDS.get(res['status'], res['status']))}"
-        f"{': ' + e(res['note']) if res.get('note') else ''}.</p>",
+        f"{' and hand-graded' if entered else ''}). Status: {e(STATUS_WORDS.get(res.status, res.status))}"
+        f"{': ' + e(res.note) if res.note else ''}.</p>",
     ]
-    if res["status"] in ("malformed", "ambiguous", "duplicate", "wrong_lab"):
+    if res.status in ("malformed", "ambiguous", "duplicate", "wrong_lab"):
         parts.append(
             "<p>Your submission could not be graded, so every exercise scores 0. Please ask your instructor.</p>"
         )
@@ -109,14 +115,14 @@ def feedback_html(res: dict, lab: Lab, entered: dict[str, float]) -> str:
     for gid in lab.order:
         spec_item = lab.spec.item(gid)
         name = getattr(spec_item, "title", "") or getattr(spec_item, "function", "") or gid
-        if gid in res["items"]:
-            r = res["items"][gid]
-            cls = "pass" if r["points"] == r["max"] else "fail"
+        if gid in res.items:
+            r = res.items[gid]
+            cls = "pass" if r.points == r.max else "fail"
             desc = getattr(spec_item, "describe", "")
-            lines = "".join(f"<li>{e(line)}</li>" for line in r["lines"])
+            lines = "".join(f"<li>{e(line)}</li>" for line in r.lines)
             parts.append(
                 f"<tr><td><code>{e(name)}</code><br><small>{e(desc)}</small></td>"
-                f'<td class="{cls}">{r["points"]:g} / {r["max"]:g}</td><td><ul>{lines}</ul></td></tr>'
+                f'<td class="{cls}">{r.points:g} / {r.max:g}</td><td><ul>{lines}</ul></td></tr>'
             )
         elif gid in entered:
             parts.append(
@@ -124,23 +130,19 @@ def feedback_html(res: dict, lab: Lab, entered: dict[str, float]) -> str:
                 "<td>graded by hand</td></tr>"
             )
         else:
-            note = (
-                "graded by hand; not yet graded"
-                if gid in res.get("answers", {}) or res["status"] == "graded"
-                else "not graded"
-            )
+            note = "graded by hand; not yet graded" if gid in res.answers or res.status == "graded" else "not graded"
             parts.append(f"<tr><td>{e(name)}</td><td>– / {float(spec_item.points):g}</td><td>{e(note)}</td></tr>")
     parts.append("</table>")
-    if res.get("cell_errors"):
-        items = "".join(f"<li><code>{e(c)}</code></li>" for c in res["cell_errors"])
+    if res.cell_errors:
+        items = "".join(f"<li><code>{e(c)}</code></li>" for c in res.cell_errors)
         parts.append(
             f"<h2>Cells that raised an error when your notebook was run</h2><ul>{items}</ul>"
             "<p>A failing cell does not stop the others, but a function it should define is then missing.</p>"
         )
-    return _page(f"{lab.lab}: {res['student']}", "\n".join(parts))
+    return _page(f"{lab.lab}: {res.student}", "\n".join(parts))
 
 
-def manual_html(lab: Lab, gid: str, results: list[dict], manual: dict) -> str:
+def manual_html(lab: Lab, gid: str, results: list[Result], manual: dict) -> str:
     e = html.escape
     item = lab.spec.item(gid)
     parts = [
@@ -151,23 +153,23 @@ def manual_html(lab: Lab, gid: str, results: list[dict], manual: dict) -> str:
         "<h2>Answers</h2><table><tr><th>student</th><th>answer</th><th>entered</th></tr>",
     ]
     for res in results:
-        ans = res.get("answers", {}).get(gid)
+        ans = res.answers.get(gid)
         text = "(no answer found)" if ans is None else ans.strip() or "(empty)"
         if text.strip() == "YOUR ANSWER HERE":
             text = "(not answered)"
-        got = manual.get(res["student"], {}).get(gid)
+        got = manual.get(res.student, {}).get(gid)
         parts.append(
-            f'<tr><td>{e(res["student"])}</td><td><div class="answer">{e(text)}</div></td>'
+            f'<tr><td>{e(res.student)}</td><td><div class="answer">{e(text)}</div></td>'
             f"<td>{'' if got is None else f'{got:g}'}</td></tr>"
         )
     parts.append("</table>")
     return _page(f"{lab.lab}: {gid}", "\n".join(parts))
 
 
-def summary_html(lab: Lab, results: list[dict], run: dict, manual: dict) -> str:
+def summary_html(lab: Lab, results: list[Result], run: dict, manual: dict) -> str:
     e = html.escape
     n = len(results)
-    statuses = Counter(r["status"] for r in results)
+    statuses = Counter(r.status for r in results)
     parts = [
         f"<h1>Lab {e(lab.lab)}: class summary</h1>",
         f"<p>{n} students; seed {run['seed']}; sandbox: {e(run['sandbox'])}. "
@@ -186,12 +188,12 @@ def summary_html(lab: Lab, results: list[dict], run: dict, manual: dict) -> str:
                 f"<td>{mean}</td><td></td></tr>"
             )
             continue
-        pts = [r["items"][gid]["points"] if gid in r["items"] else 0.0 for r in results]
+        pts = [r.items[gid].points if gid in r.items else 0.0 for r in results]
         full = sum(p == float(item.points) for p in pts)
         reasons = Counter()
         for r in results:
-            if gid in r["items"] and r["items"][gid]["points"] < r["items"][gid]["max"]:
-                lines = r["items"][gid]["lines"]
+            if gid in r.items and r.items[gid].points < r.items[gid].max:
+                lines = r.items[gid].lines
                 reasons[(lines[1] if len(lines) > 1 else lines[0]).split(":", 1)[-1].strip()[:120]] += 1
         common = reasons.most_common(1)[0] if reasons else None
         parts.append(
@@ -200,8 +202,8 @@ def summary_html(lab: Lab, results: list[dict], run: dict, manual: dict) -> str:
         )
     parts.append("</table><h2>Totals</h2><table><tr><th>student</th><th>total</th><th>status</th></tr>")
     for r in results:
-        total, maximum = totals(r, lab, manual.get(r["student"], {}))
-        parts.append(f"<tr><td>{e(r['student'])}</td><td>{total:g} / {maximum:g}</td><td>{e(r['status'])}</td></tr>")
+        total, maximum = totals(r, lab, manual.get(r.student, {}))
+        parts.append(f"<tr><td>{e(r.student)}</td><td>{total:g} / {maximum:g}</td><td>{e(r.status)}</td></tr>")
     parts.append("</table>")
     return _page(f"{lab.lab}: summary", "\n".join(parts))
 
@@ -213,41 +215,41 @@ def _file_name(student: str) -> str:
     return safe
 
 
-def write_all(out: Path, lab: Lab, results: list[dict], run: dict) -> None:
+def write_all(out: Path, lab: Lab, results: list[Result], run: dict) -> None:
     manual = manual_scores(out, lab)
     write_csv(out, lab, results, manual)
     for res in results:
         write_atomic(
-            out / "feedback" / f"{_file_name(res['student'])}.html",
-            feedback_html(res, lab, manual.get(res["student"], {})),
+            out / "feedback" / f"{_file_name(res.student)}.html",
+            feedback_html(res, lab, manual.get(res.student, {})),
         )
     for m in lab.spec.manual:
         write_atomic(out / "manual" / f"{m.grade_id}.html", manual_html(lab, m.grade_id, results, manual))
     write_atomic(out / "summary.html", summary_html(lab, results, run, manual))
 
 
-def gradescope_json(res: dict, lab: Lab, note: str = "") -> str:
+def gradescope_json(res: Result, lab: Lab, note: str = "") -> str:
     """Gradescope's results.json for one submission (autograded items; written answers are graded there by hand)."""
     tests = []
     for gid in lab.order:
-        if gid not in res["items"]:
+        if gid not in res.items:
             continue
-        r = res["items"][gid]
+        r = res.items[gid]
         tests.append(
             {
                 "name": gid,
-                "score": r["points"],
-                "max_score": r["max"],
-                "output": "\n".join(r["lines"]),
-                "status": "passed" if r["points"] == r["max"] else "failed",
+                "score": r.points,
+                "max_score": r.max,
+                "output": "\n".join(r.lines),
+                "status": "passed" if r.points == r.max else "failed",
                 "visibility": "visible",
             }
         )
-    output = f"Status: {STATUS_WORDS.get(res['status'], res['status'])}"
-    if res.get("note"):
-        output += f" ({res['note']})"
-    if res.get("cell_errors"):
-        output += "\nCells that raised an error:\n" + "\n".join(res["cell_errors"])
+    output = f"Status: {STATUS_WORDS.get(res.status, res.status)}"
+    if res.note:
+        output += f" ({res.note})"
+    if res.cell_errors:
+        output += "\nCells that raised an error:\n" + "\n".join(res.cell_errors)
     if lab.spec.manual:
         output += "\nWritten answers (" + ", ".join(m.grade_id for m in lab.spec.manual) + ") are graded by hand."
     if note:

@@ -19,7 +19,10 @@ Typical use, in ``tests/grading/test_spec_<lab>.py``::
         check_spec("my_lab", BUGS, ALTERNATIVES, tmp_path)
 
 Every variant is graded in ONE sandboxed batch (the workers start once), so a dozen variants cost a few
-seconds. Sources are dedented, so they can be written indented inside the test.
+seconds. Sources are dedented, so they can be written indented inside the test. Results come back in their
+JSON form (as cached), like ``run_batch``'s.
+
+Grader side, the top layer with ``command``: may import any module of the grader; only tests import it.
 """
 
 from __future__ import annotations
@@ -30,7 +33,12 @@ import re
 import textwrap
 from pathlib import Path
 
-from .grader import run_batch
+from . import sandbox
+from .batch import grade_entry
+from .command import run_batch
+from .lab import load_lab
+from .scoring import prepare
+from .submissions import Entry
 
 __all__ = [
     "COURSE",
@@ -144,9 +152,6 @@ def grade_across_labs(
 ) -> dict[tuple[str, str], dict]:
     """Grade ``(lab, student, notebook bytes)`` triples of several labs with ONE sandboxed worker (it is
     lab-agnostic: a job carries its cells and cases), so a test over every lab starts one worker, not one per lab."""
-    from . import sandbox
-    from .grader import Entry, grade_entry, load_lab, prepare
-
     tmp_path = Path(tmp_path)
     lib = sandbox.make_lib(Path(__file__).resolve().parent.parent, tmp_path / "sandbox-lib")
     worker = sandbox.Worker(0, lib, sandbox=True, log=tmp_path / "worker.log")
@@ -162,8 +167,8 @@ def grade_across_labs(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
             results[(lab, student)] = grade_entry(
-                Entry(student, path), info, prepared, worker, {"timeout": timeout, "memory": memory}
-            )
+                Entry(student, path), info, prepared, worker, timeout=timeout, memory=memory
+            ).to_json()
     finally:
         worker.stop()
     return results
