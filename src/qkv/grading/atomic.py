@@ -1,6 +1,6 @@
 """Writing a file whole or not at all: every file the grader writes (cache, reports) goes through here.
 
-Grader side, bottom layer: imports only the standard library.
+Layer: grader side, the bottom; imports only the standard library.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Grading a folder of submissions: one job per submission for the sandboxed workers, the result cache, the pool.
 
-Grader side, above ``scoring``, ``submissions`` and ``sandbox``: imports the standard library and the grader's
-layers below it; never ``reports`` or ``command``. Results are cached per student and submission hash, seed and
+Layer: grader side, above ``scoring``, ``submissions`` and ``sandbox``; imports the standard library and the
+grader's layers below it, never ``reports`` or ``command``. Results are cached per student and submission hash, seed and
 the fingerprint of the grading code, so an interrupted batch resumes; our own failures are not cached.
 """
 

@@ -1,9 +1,9 @@
 """Bubblewrap: finding it, checking it can make its namespaces here, and the command that starts a worker in it.
 
-Grader side, layer 1: imports only the standard library. The sandbox a worker gets: new PID, network, IPC and UTS
-namespaces, no network, read-only binds of the Python runtime and the installed packages only, a private
-``/tmp``, and ``/opt/qkv-grader`` (the copy of ``qkv`` without the grader that ``sandbox.make_lib`` makes). As
-root, the worker keeps only CAP_SETUID, CAP_SETGID, CAP_KILL and CAP_CHOWN.
+Layer: grader side, the bottom; imports only the standard library. The sandbox a worker gets: new PID, network, IPC
+and UTS namespaces, no network, read-only binds of the Python runtime and the installed packages only, a private
+``/tmp``, and ``/opt/qkv-grader`` (the copy of ``qkv`` without the grader that ``sandbox.make_lib`` makes). As root,
+the worker keeps only CAP_SETUID, CAP_SETGID, CAP_KILL and CAP_CHOWN.
 """
 
 from __future__ import annotations

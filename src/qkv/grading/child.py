@@ -1,9 +1,9 @@
 """The child: one submission's code cells run in order, then the student's functions called on the grader's inputs.
 
-Sandbox side, layer 2: runs inside the sandbox (forked by ``worker.py``), imports the standard library and the
-sandbox side below it (``protocol``, ``tripwires``, ``limits``); torch and numpy were imported by the worker.
-It writes plain arrays and short reports to its pipe; the grader trusts none of them: it compares values with
-its own reference and reads the rest only as feedback.
+Layer: sandbox side, above ``tripwires`` and ``limits``; runs inside the sandbox (forked by ``worker.py``), imports
+the standard library and the sandbox side below it (``protocol``, ``tripwires``, ``limits``); torch and numpy were
+imported by the worker. It writes plain arrays and short reports to its pipe; the grader trusts none of them: it
+compares values with its own reference and reads the rest only as feedback.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """``qkv grade`` and ``qkv gradescope-bundle`` (registered in ``qkv/cli.py``), and :func:`run_batch`, which wires
 the layers: the lab, the batch of submissions, the reports.
 
-Grader side, the top layer: may import every other module of the grader (none imports it but ``testing``).
+Layer: grader side, the top; may import every other module of the grader (none imports it but ``testing``).
 """
 
 from __future__ import annotations

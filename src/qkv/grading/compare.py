@@ -1,7 +1,7 @@
 """Comparing a student's results with the reference: float64 copies of the inputs, the reference's output as
 plain arrays, and :func:`compare`, which says what is wrong in words a student can act on.
 
-Grader side, bottom layer: imports numpy, torch and the standard library, nothing of the grader.
+Layer: grader side, the bottom; imports numpy, torch and the standard library, nothing of the grader.
 """
 
 from __future__ import annotations

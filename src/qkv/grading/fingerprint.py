@@ -1,6 +1,6 @@
 """The fingerprint of everything that decides a grade, besides the submission and the seed: the result cache's key.
 
-Grader side, bottom layer: imports torch, the standard library and ``qkv`` itself (to hash its sources and
+Layer: grader side, the bottom; imports torch, the standard library and ``qkv`` itself (to hash its sources and
 import the lab's spec), nothing of the grader.
 """
 

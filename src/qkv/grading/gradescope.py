@@ -11,7 +11,7 @@ Inside Gradescope's container bubblewrap may be unable to create namespaces; ``q
 says so in the results' output and grades with resource limits and a separate unprivileged uid only (the
 container itself is a throwaway sandbox for this one submission).
 
-Grader side, above ``lab``: imports the standard library and ``lab``.
+Layer: grader side, above ``lab``; imports the standard library and ``lab``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The lab being graded: its spec, checked against the solution notebook, and the cells it released to students.
 
-Grader side, above ``spec``: imports the standard library, ``spec`` and ``qkv.labs`` (which labs a course has).
+Layer: grader side, above ``spec``; imports the standard library, ``spec`` and ``qkv.labs`` (which labs a course has).
 The solution's nbgrader metadata is trusted (it is ours); a submission's never is.
 """
 

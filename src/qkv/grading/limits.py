@@ -1,9 +1,9 @@
 """The limits a child runs under: resources, privileges, and the CPU time of one cell or one graded call.
 
-Sandbox side, layer 1: runs inside the sandbox, imports only the standard library (nothing of the grader).
-:func:`confine` is the first thing a forked child does; :class:`CallTimer` stops a cell or a call that runs
-past its share of CPU time, and :func:`ran_past` retires the student's function that did, so that a looping
-function costs only the items that call it.
+Layer: sandbox side, above ``protocol``; runs inside the sandbox, imports only the standard library (nothing of the
+grader). :func:`confine` is the first thing a forked child does; :class:`CallTimer` stops a cell or a call that runs
+past its share of CPU time, and :meth:`CallTimer.ran_past` retires the student's function that did, so that a looping function
+costs only the items that call it.
 """
 
 from __future__ import annotations

@@ -18,6 +18,9 @@ and compiles ``locale/zh_CN/LC_MESSAGES/qkv_grade.mo`` here, which the wheel shi
 The grader records its feedback lines and notes in English (they are cached with the results, whatever the
 language of the reports); :meth:`Translator.text` translates such a finished text by matching it against the
 templates, placeholder by placeholder, so the cache stays valid in every language.
+
+Layer: grader side, above ``spec`` and ``specs`` (it reads the specs' texts for the catalog); imports the standard
+library and those two only.
 """
 
 from __future__ import annotations

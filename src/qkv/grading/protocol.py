@@ -1,6 +1,6 @@
 """The one wire framing of the grader: a 4-byte big-endian length, then the payload.
 
-Layer 0 of the grader, shared by both ends (it runs inside the sandbox too, so it imports only the standard
+Layer: the bottom of both sides, shared by both ends (it runs inside the sandbox too, so it imports only the standard
 library and nothing of the grader). The channels it frames:
 
   grader -> worker (stdin):  pickle of a dict (trusted direction: the grader wrote it)

@@ -1,7 +1,7 @@
 """What ``qkv grade`` writes: grades.csv, feedback/<student>.html, manual/<grade_id>.html, summary.html,
 Gradescope's results.json. Everything a student wrote is escaped; every file is written atomically.
 
-Grader side, above ``results`` and ``lab``: imports the standard library and, of the grader, ``atomic``, ``lab``
+Layer: grader side, above ``results`` and ``lab``; imports the standard library and, of the grader, ``atomic``, ``lab``
 and ``results``; it never grades (``command.py`` hands it the results).
 """
 

@@ -1,6 +1,6 @@
 """Typed results: what the grader decided for one student and for each item, and their two serial forms.
 
-Grader side, layer above ``protocol``: imports numpy, the standard library and ``protocol`` (for the wire's
+Layer: grader side, above ``protocol``; imports numpy, the standard library and ``protocol`` (for the wire's
 limits). :class:`Result` is written to the cache as JSON (:meth:`Result.to_json`, :meth:`Result.from_json`:
 the same object ``run_batch`` returns to scripts); :func:`decode_value` reads one value the sandboxed child sent
 back, trusting nothing in it.

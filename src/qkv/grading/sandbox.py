@@ -1,10 +1,10 @@
 """The grader's end of the sandbox: the lib a worker sees, its unprivileged uids, and the worker process itself.
 
-Grader side, layer 2: imports the standard library, ``protocol`` and ``bwrap`` (it starts the sandbox side as a
-program, never imports it). A worker (``worker.py``) is started once per parallel job, in its own bubblewrap
-sandbox (``bwrap.py``) or, with ``--no-sandbox``, as a plain process. As root, each child it forks switches to
-the job's own uid (``uid_base() + job``) before running anything of the student's, so RLIMIT_NPROC holds and no
-child can touch the worker.
+Layer: grader side, above ``bwrap`` and ``protocol``; imports the standard library, ``protocol`` and ``bwrap`` (it
+starts the sandbox side as a program, never imports it). A worker (``worker.py``) is started once per parallel job,
+in its own bubblewrap sandbox (``bwrap.py``) or, with ``--no-sandbox``, as a plain process. As root, each child it
+forks switches to the job's own uid (``uid_base() + job``) before running anything of the student's, so RLIMIT_NPROC
+holds and no child can touch the worker.
 """
 
 from __future__ import annotations

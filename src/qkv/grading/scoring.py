@@ -1,6 +1,6 @@
 """Scoring: the inputs and references of a lab's items, and the child's answers turned into item results.
 
-Grader side, above ``results`` and ``lab``: imports the standard library and, of the grader, ``spec``,
+Layer: grader side, above ``results`` and ``lab``; imports the standard library and, of the grader, ``spec``,
 ``compare``, ``analysis``, ``results`` and ``lab``. Every point is decided here, from values computed here; what
 the child reports besides its values (errors, time-outs, tripped wires) is read only as feedback.
 """

@@ -19,7 +19,7 @@ arrays. The grader compares them with ``reference`` leaf by leaf (same nesting, 
 The item earns its points when every case matches and no forbidden callable was used; otherwise 0, like an
 nbgrader test cell (``compare.py`` compares, ``scoring.py`` scores). See ``specs/README.md`` for a walk-through.
 
-Grader side, the bottom layer: imports torch and the standard library, nothing of the grader; ``specs/<lab>.py``
+Layer: grader side, the bottom; imports torch and the standard library, nothing of the grader; ``specs/<lab>.py``
 import it (adding a lab's spec is copying one file there).
 """
 

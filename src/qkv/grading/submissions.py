@@ -1,6 +1,6 @@
 """The submissions: one notebook per student found in a folder, and what the grader reads of a notebook.
 
-Grader side, above ``lab``: imports the standard library and ``lab``. Nothing a submission contains is trusted:
+Layer: grader side, above ``lab``; imports the standard library and ``lab``. Nothing a submission contains is trusted:
 its bytes are parsed as JSON only, its cells taken in order by type, its metadata used only to display an answer.
 """
 

@@ -22,7 +22,7 @@ Every variant is graded in ONE sandboxed batch (the workers start once), so a do
 seconds. Sources are dedented, so they can be written indented inside the test. Results come back in their
 JSON form (as cached), like ``run_batch``'s.
 
-Grader side, the top layer with ``command``: may import any module of the grader; only tests import it.
+Layer: grader side, the top (above ``command``); may import any module of the grader; only tests import it.
 """
 
 from __future__ import annotations

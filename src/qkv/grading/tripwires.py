@@ -1,8 +1,8 @@
 """Tripwires: the callables an item forbids, replaced in the child by wrappers that report and refuse a call.
 
-Sandbox side, layer 1: runs inside the sandbox, imports only the standard library (nothing of the grader). The
-static analysis (``analysis.py``) finds forbidden calls in the student's source; a tripwire catches the calls
-made at run time, however the name was reached.
+Layer: sandbox side, above ``protocol``; runs inside the sandbox, imports only the standard library (nothing of the
+grader). The static analysis (``analysis.py``) finds forbidden calls in the student's source; a tripwire catches the
+calls made at run time, however the name was reached.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The worker: started once per parallel job inside the sandbox, it forks one fresh child per submission.
 
-Sandbox side, layer 3 (the top of that side): runs inside the sandbox, started by ``sandbox.py`` as
+Layer: sandbox side, the top of it; runs inside the sandbox, started by ``sandbox.py`` as
 ``qkv_grader.worker`` from the copy that ``sandbox.make_lib`` makes; imports the standard library and the
 sandbox side below it (``protocol``, ``limits``, ``child``). The worker (trusted) imports torch and friends
 once, then for each job forks a child (``child.py``), enforces the wall-clock limit, caps the bytes read, kills
