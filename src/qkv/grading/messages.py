@@ -198,7 +198,7 @@ USES_HATCHES = _m(
     "USES_HATCHES", "your notebook uses {names}, which can get around the grader's checks (write the code plainly)"
 )
 
-# --- comparing a result with the reference (spec.compare), and the specs' own checks and return-type contracts
+# --- comparing a result with the reference (compare.compare), and the specs' own checks and return-type contracts
 THE_RESULT = _m("THE_RESULT", "the result")
 VALUE_OF = _m("VALUE_OF", "value {n} of {where}")
 WANT_TUPLE_GOT_ONE = _m("WANT_TUPLE_GOT_ONE", "{where} should be a tuple of {count} values; got a single value")
