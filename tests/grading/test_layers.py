@@ -23,7 +23,7 @@ LAYERS = [
     {"tripwires", "limits"},
     {"child"},
     {"worker"},
-    {"spec", "analysis", "atomic", "bwrap"},  # the authoring format; file and process helpers
+    {"spec", "analysis", "atomic", "bwrap", "readback"},  # the authoring format; helpers
     {"specs", "compare", "fingerprint", "results", "sandbox"},
     {"messages", "lab"},
     {"submissions", "scoring", "gradescope"},
