@@ -15,6 +15,7 @@ import tempfile
 from pathlib import Path
 
 from . import bwrap, reports
+from . import messages as M
 from .atomic import write_atomic
 from .batch import default_jobs, grade_folder
 from .gradescope import build_bundle
@@ -24,18 +25,18 @@ from .results import Result
 __all__ = ["add_parsers", "run_batch"]
 
 
-def run_batch(lab_id: str, submissions: Path, out: Path, *, course: Path = Path("."), **options) -> list[dict]:
+def run_batch(
+    lab_id: str, submissions: Path, out: Path, *, course: Path = Path("."), lang: str = "en", **options
+) -> list[Result]:
     """Grade every student under ``submissions`` into ``out``: the cache, grades.csv, feedback, the manual-grading
-    pages and the summary. Returns each result's JSON form (as cached), sorted by student. ``options``: those of
-    :func:`.batch.grade_folder` (jobs, timeout, memory, fresh, use_sandbox, seed, call_timeout, log)."""
-    return [r.to_json() for r in grade_and_report(lab_id, submissions, out, course=course, **options)]
-
-
-def grade_and_report(lab_id: str, submissions: Path, out: Path, *, course: Path = Path("."), **options) -> list[Result]:
-    """:func:`run_batch`, returning the typed results."""
+    pages and the summary, in ``lang`` (``en`` or ``zh``; results and their cache stay in English). Returns the
+    results, sorted by student. ``options``: those of :func:`.batch.grade_folder` (jobs, timeout, memory, fresh,
+    use_sandbox, seed, call_timeout, log)."""
+    if lang not in M.LANGUAGES:
+        raise GradeError(f"unknown language {lang!r}: the grader speaks {', '.join(M.LANGUAGES)}")
     lab = load_lab(lab_id, course)
     results, run = grade_folder(lab, submissions, Path(out), **options)
-    reports.write_all(Path(out), lab, results, run)
+    reports.write_all(Path(out), lab, results, run, lang)
     return results
 
 
@@ -76,6 +77,7 @@ def add_parsers(sub) -> None:
     p.add_argument(
         "--gradescope", action="store_true", help="grade one submission and write Gradescope's results.json into --out"
     )
+    _add_lang(p)
     p.add_argument("--quiet", action="store_true", help="print only warnings and errors")
     p.set_defaults(func=_grade)
 
@@ -87,7 +89,17 @@ def add_parsers(sub) -> None:
         "--timeout", type=float, default=300.0, help="wall-clock seconds per submission on Gradescope (default 300)"
     )
     p.add_argument("--memory", type=int, default=512, help="memory in MB for a submission's own code (default 512)")
+    _add_lang(p)
     p.set_defaults(func=_bundle)
+
+
+def _add_lang(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--lang",
+        choices=list(M.LANGUAGES),
+        default="en",
+        help="language of the feedback and the summary: en or zh (中文; default: en)",
+    )
 
 
 def _warn(msg: str) -> None:
@@ -104,7 +116,7 @@ def _grade(args: argparse.Namespace) -> int:
                 "--no-sandbox: submissions run WITHOUT bubblewrap; they can read files and use the network "
                 "as an unprivileged user (or as you, when not root). Use it only for notebooks you trust."
             )
-        results = grade_and_report(
+        results = run_batch(
             args.lab,
             args.submissions,
             args.out,
@@ -116,6 +128,7 @@ def _grade(args: argparse.Namespace) -> int:
             use_sandbox=not args.no_sandbox,
             seed=args.seed,
             call_timeout=args.call_timeout,
+            lang=args.lang,
             log=log,
         )
     except GradeError as err:
@@ -136,6 +149,7 @@ def _gradescope(args: argparse.Namespace, log) -> int:
     src = args.submissions
     if not src.exists():
         raise GradeError(f"submission not found: {src}")
+    t = M.translator(args.lang)
     use_sandbox, note = not args.no_sandbox, ""
     if use_sandbox:
         path = bwrap.bwrap_path()
@@ -145,8 +159,8 @@ def _gradescope(args: argparse.Namespace, log) -> int:
             # this one submission; inside it, the child still runs as an unprivileged uid with resource limits,
             # so it cannot write results.json or read the autograder's files (run_autograder makes them root-only).
             use_sandbox = False
-            note = f"(bubblewrap unavailable here: {why[:200]}; graded with resource limits and a separate uid only)"
-            _warn(note)
+            _warn(M.translator("en")(M.GS_NO_BWRAP, why=why[:200]))
+            note = t(M.GS_NO_BWRAP, why=why[:200])
     with tempfile.TemporaryDirectory(prefix="qkv-gradescope-") as tmp:
         subs = Path(tmp) / "subs" / "submission"
         subs.mkdir(parents=True)
@@ -162,7 +176,7 @@ def _gradescope(args: argparse.Namespace, log) -> int:
                     dest = subs / p.relative_to(src)
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy(p, dest)
-        results = grade_and_report(
+        results = run_batch(
             args.lab,
             subs.parent,
             Path(tmp) / "out",
@@ -176,7 +190,7 @@ def _gradescope(args: argparse.Namespace, log) -> int:
             call_timeout=args.call_timeout,
             log=log,
         )
-    write_atomic(args.out / "results.json", reports.gradescope_json(results[0], lab, note))
+    write_atomic(args.out / "results.json", reports.gradescope_json(results[0], lab, note, t))
     log(f"results.json written to {args.out}: {json.loads((args.out / 'results.json').read_text())['score']:g} points")
     return 0
 
@@ -189,6 +203,7 @@ def _bundle(args: argparse.Namespace) -> int:
             args.out or Path(f"{args.lab}-gradescope.zip"),
             timeout=args.timeout,
             memory=args.memory,
+            lang=args.lang,
         )
     except GradeError as err:
         print(f"qkv gradescope-bundle: error: {err}", file=sys.stderr)

@@ -57,19 +57,14 @@ def load_lab(lab: str, course: Path) -> Lab:
     except LookupError as err:
         raise GradeError(str(err)) from None
     nb = json.loads(solution.read_text(encoding="utf-8"))
-    order, prompts, locked, points = [], {}, set(), {}
-    prev = ""
+    order, locked, points = [], set(), {}
     for cell in nb["cells"]:
         meta = cell.get("metadata", {}).get("nbgrader", {})
-        src = cell_source(cell)
         if meta.get("grade"):
             order.append(meta["grade_id"])
             points[meta["grade_id"]] = float(meta.get("points", 0))
-            if cell["cell_type"] == "markdown":
-                prompts[meta["grade_id"]] = prev
         if meta.get("locked"):
-            locked.add(src.strip())
-        prev = src
+            locked.add(cell_source(cell).strip())
     spec_ids = [i.grade_id for i in spec.items]
     if sorted(spec_ids) != sorted(order):
         raise GradeError(f"the spec of {lab} grades {spec_ids} but the notebook's graded cells are {order}")
@@ -80,7 +75,18 @@ def load_lab(lab: str, course: Path) -> Lab:
             )
     released = _released_cells(course, lab) or locked
     others = {other: cells for other in lab_ids(course) if other != lab and (cells := _released_cells(course, other))}
-    return Lab(lab, spec, order, prompts, locked, solution, released, others)
+    return Lab(lab, spec, order, questions(nb), locked, solution, released, others)
+
+
+def questions(nb: dict) -> dict[str, str]:
+    """Each written answer's question: grade_id -> the Markdown of the cell before the answer cell."""
+    found, prev = {}, ""
+    for cell in nb.get("cells", []):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade") and cell.get("cell_type") == "markdown":
+            found[meta["grade_id"]] = prev
+        prev = cell_source(cell)
+    return found
 
 
 def _released_cells(course: Path, lab: str) -> set[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from functools import cache
 
 # How Translator.text reads a placeholder in a finished English text. A name not listed is kept as it is
@@ -29,10 +29,14 @@ def parts(text: str) -> list[tuple[str, str | None]]:
 
 class Reader:
     """``parse(english)`` reads ``english`` against ``templates`` (English, with ``{placeholders}``) and fills in
-    their translations by ``gettext``; ``separator`` joins the items of a list (see ``_parse`` for what it returns)."""
+    their translations by ``gettext``; ``known``: the messages the catalog translates; ``separator`` joins the
+    items of a list (see ``_parse`` for what it returns)."""
 
-    def __init__(self, gettext: Callable[[str], str], templates: Iterable[str], separator: str) -> None:
+    def __init__(
+        self, gettext: Callable[[str], str], known: Container[str], templates: Iterable[str], separator: str
+    ) -> None:
         self._gettext = gettext
+        self._known = known
         self._templates = [(t, parts(t)) for t in templates if "{" in t]
         self._separator = separator
         self.parse = cache(self._parse)  # a line's pieces recur in its parses
@@ -41,9 +45,8 @@ class Reader:
         """``english`` translated, how many of its characters our messages cover, and whether all of it is
         ours (no placeholder kept as unknown text); None when no message covers it. A known message whole,
         else the template whose reading covers most."""
-        whole = self._gettext(english)
-        if whole != english:
-            return whole, len(english), True
+        if english in self._known:  # a whole message of ours (a shape label may read the same in Chinese)
+            return self._gettext(english), len(english), True
         best = None
         for template, parts in self._templates:
             for params in _matches(english, parts):

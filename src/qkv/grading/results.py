@@ -1,9 +1,9 @@
 """Typed results: what the grader decided for one student and for each item, and their two serial forms.
 
 Layer: grader side, above ``protocol``; imports numpy, the standard library and ``protocol`` (for the wire's
-limits). :class:`Result` is written to the cache as JSON (:meth:`Result.to_json`, :meth:`Result.from_json`:
-the same object ``run_batch`` returns to scripts); :func:`decode_value` reads one value the sandboxed child sent
-back, trusting nothing in it.
+limits). :class:`Result` is written to the cache as JSON (:meth:`Result.to_json`, :meth:`Result.from_json`);
+its fields read by key too, like that JSON. :func:`decode_value` reads one value the sandboxed child sent back,
+trusting nothing in it.
 """
 
 from __future__ import annotations
@@ -18,8 +18,21 @@ from .protocol import MAX_LEAF
 STATUSES = ("graded", "malformed", "timeout", "memory", "crashed", "ambiguous", "duplicate", "wrong_lab")
 
 
+class _ByKey:
+    """Read access by key as well as by attribute (``res["status"]`` is ``res.status``), for scripts and tests
+    written against the JSON form; only the fields are keys."""
+
+    def __getitem__(self, key: str):
+        if key not in self.__dataclass_fields__:  # type: ignore[attr-defined]
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default=None):
+        return self[key] if key in self.__dataclass_fields__ else default  # type: ignore[attr-defined]
+
+
 @dataclass
-class ItemResult:
+class ItemResult(_ByKey):
     """One autograded item: the points earned, the item's maximum and the feedback lines (English)."""
 
     points: float
@@ -28,7 +41,7 @@ class ItemResult:
 
 
 @dataclass
-class Result:
+class Result(_ByKey):
     """One student's result. Built with only ``student`` (and a status and note when the submission cannot be
     graded at all), it is the empty result: no items, no answers."""
 
@@ -51,8 +64,14 @@ class Result:
         return asdict(self)
 
     @classmethod
+    def of(cls, res: Result | dict) -> Result:
+        """``res`` itself, or its JSON form read as a result (what the cache and scripts hold)."""
+        return res if isinstance(res, Result) else cls.from_json(res)
+
+    @classmethod
     def from_json(cls, data: dict) -> Result:
-        """The result :meth:`to_json` gave; ``TypeError`` or ``KeyError`` for anything else."""
+        """The result :meth:`to_json` gave (missing fields take their defaults); ``TypeError`` or ``KeyError`` for
+        anything else."""
         items = {gid: ItemResult(**item) for gid, item in data["items"].items()}
         return cls(**{**data, "items": items})
 
