@@ -197,7 +197,7 @@ def check_spec(
         for function, source in replacements.items():
             nb = with_function(nb, function, source)
         variants[f"alt-{len(variants):02d}"] = nb
-    results = grade_notebooks(lab, variants, tmp_path, course=course)
+    results = {k: Result.of(r) for k, r in grade_notebooks(lab, variants, tmp_path, course=course).items()}
     names = ["solution", *bugs, *alternatives]
     by_name = dict(zip(names, (results[k] for k in variants)))
     full = {gid: r.max for gid, r in results["solution"].items.items()}
