@@ -8,11 +8,9 @@ catalog is older than the .po, and when a page rendered in Chinese still has an 
 
 from __future__ import annotations
 
-import html
 import importlib
 import importlib.util
 import pkgutil
-import re
 import subprocess
 import sys
 import zipfile
@@ -21,10 +19,12 @@ from pathlib import Path
 import pytest
 from babel.messages.catalog import Catalog
 from babel.messages.mofile import write_mo
+from english_left import english_left
 
 from qkv import i18n
 from qkv.grading import messages as M
-from qkv.grading import specs
+from qkv.grading import reports, specs
+from qkv.grading.grader import load_lab
 from qkv.grading.spec import Item, item_generator, load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -71,11 +71,6 @@ def test_each_spec_text_has_an_entry(lab):
 def test_the_compiled_catalog_is_the_po():
     assert TOOL.grader_stale() == ""
     assert M.translator("zh")(M.THE_RESULT) == CATALOG.get(M.THE_RESULT).string != M.THE_RESULT
-
-
-def test_the_status_words_are_the_reports():
-    reports = importlib.import_module("qkv.grading.reports")
-    assert reports.STATUS_WORDS == M.STATUS_WORDS
 
 
 def test_a_changed_message_goes_fuzzy_and_shows_in_english(tmp_path):
@@ -145,65 +140,20 @@ def test_finished_english_lines_read_back_into_chinese():
 
 
 # ---------------------------------------------------------------------------------------------- pages
-ENGLISH_SENTENCE = re.compile(r"[A-Za-z]{2,}[ ,;:]+[A-Za-z]{2,}[ ,;:]+[A-Za-z]{2,}")  # three English words
 
 
-def _feedback(t: M.Translator, spec, result: dict) -> str:
-    """A feedback page built from the messages alone, as reports.feedback_html lays it out."""
-    e = html.escape
-    rows = []
-    for item in spec.items:
-        name = item.title or getattr(item, "function", "") or item.grade_id
-        if item.grade_id in result["items"]:
-            r = result["items"][item.grade_id]
-            lines = "".join(f"<li>{e(t.text(line))}</li>" for line in r["lines"])
-            rows.append(
-                f"<tr><td><code>{e(name)}</code><br><small>{e(t(item.describe))}</small></td>"
-                f"<td>{r['points']:g} / {r['max']:g}</td><td><ul>{lines}</ul></td></tr>"
-            )
-        else:
-            rows.append(f"<tr><td>{e(t(name))}</td><td>– / {item.points:g}</td><td>{e(t(M.BY_HAND_NOT_YET))}</td></tr>")
-    errors = "".join(f"<li><code>{e(t.text(c))}</code></li>" for c in result["cell_errors"])
-    body = [
-        f"<h1>{e(t(M.FEEDBACK_TITLE, lab=spec.lab, student=result['student']))}</h1>",
-        f"<p><strong>{e(t(M.POINTS, total=7, maximum=10))}</strong> {e(t(M.AUTOGRADED))}"
-        f" {e(t(M.STATUS_WITH_NOTE, status=t.status(result['status']), note=t.text(result['note'])))}</p>",
-        f"<p>{e(t(M.NOT_GRADABLE))}</p>",
-        f"<table><tr><th>{e(t(M.EXERCISE))}</th><th>{e(t(M.POINTS_HEADER))}</th><th>{e(t(M.FOUND))}</th></tr>",
-        *rows,
-        f"</table><h2>{e(t(M.CELL_ERRORS))}</h2><ul>{errors}</ul><p>{e(t(M.CELL_ERRORS_WHY))}</p>",
-    ]
-    return _page(t, "\n".join(body))
+def _feedback(t: M.Translator, lab, result: dict) -> str:
+    return reports.feedback_html(result, lab, {}, t)
 
 
-def _summary(t: M.Translator, spec, result: dict) -> str:
-    e = html.escape
-    head = [M.ITEM, M.POINTS_HEADER, M.FULL_MARKS, M.MEAN, M.COMMON_FAILURE]
-    body = [
-        f"<h1>{e(t(M.SUMMARY_TITLE, lab=spec.lab))}</h1>",
-        f"<p>{e(t(M.SUMMARY_RUN, n=1, seed=42, sandbox=t(M.NO_SANDBOX)))} "
-        f"{e(t(M.STATUS_COUNT, status=t.status(result['status']), count=1))}</p>",
-        f"<h2>{e(t(M.PER_ITEM))}</h2><table><tr>{''.join(f'<th>{e(t(h))}</th>' for h in head)}</tr>",
-        f"<tr><td>{e(t(M.ITEM_BY_HAND, grade_id=spec.manual[0].grade_id))}</td><td>2</td>"
-        f"<td>{e(t(M.N_ENTERED, n=0))}</td><td>–</td><td></td></tr>",
-        f"</table><h2>{e(t(M.TOTALS))}</h2><table><tr><th>{e(t(M.STUDENT))}</th><th>{e(t(M.TOTAL))}</th>"
-        f"<th>{e(t(M.STATUS_HEADER))}</th></tr></table>",
-    ]
-    return _page(t, "\n".join(body))
-
-
-def _page(t: M.Translator, body: str) -> str:
-    return f'<!DOCTYPE html>\n<html lang="{t.html_lang}"><head><meta charset="utf-8"></head><body>{body}</body></html>'
-
-
-def _english_left(page: str) -> list[str]:
-    text = re.sub(r"<code>.*?</code>|<[^>]+>", " ", page)
-    return ENGLISH_SENTENCE.findall(html.unescape(text))
+def _summary(t: M.Translator, lab, result: dict) -> str:
+    return reports.summary_html(lab, [result], {"seed": 42, "sandbox": "none"}, {}, t)
 
 
 @pytest.mark.parametrize("render", [_feedback, _summary])
 def test_a_page_in_chinese_has_no_english_sentence(render):
-    spec = load_spec("soft_lookup")
+    lab = load_lab("soft_lookup", ROOT)
+    spec = lab.spec
     en = M.translator("en")
     result = {
         "student": "ada",
@@ -215,10 +165,10 @@ def test_a_page_in_chinese_has_no_english_sentence(render):
         },
         "cell_errors": [en(M.CELL_ERROR, cell=3, error="NameError: name 'x' is not defined")],
     }
-    english, chinese = render(en, spec, result), render(M.translator("zh"), spec, result)
+    english, chinese = render(en, lab, result), render(M.translator("zh"), lab, result)
     assert '<html lang="zh-CN">' in chinese
-    assert len(_english_left(english)) >= 3  # the detector sees English where there is some
-    assert _english_left(chinese) == []
+    assert len(english_left(english)) >= 3  # the detector sees English where there is some
+    assert english_left(chinese) == []
 
 
 def test_the_wheel_and_the_gradescope_bundle_carry_the_compiled_catalog(tmp_path):

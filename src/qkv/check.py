@@ -47,26 +47,29 @@ def check_notebook(lab: str, notebook: Path, *, course: Path, seed: int = 0, tim
     return results[0]
 
 
-def report(lab: str, result: dict, course: Path) -> str:
-    """The per-exercise points, the reasons and the total, as printed by ``qkv check``."""
+def report(lab: str, result: dict, course: Path, lang: str = "en") -> str:
+    """The per-exercise points, the reasons and the total, as printed by ``qkv check`` (in ``lang``)."""
+    from .grading import messages as M
     from .grading.grader import load_lab
 
+    t = M.translator(lang)
     spec = load_lab(lab, course).spec
     out = []
     if result["status"] != "graded":
-        out.append(f"the notebook could not be graded completely: {result['status']}: {result['note']}")
+        out.append(t(M.CHECK_INCOMPLETE, status=t.status(result["status"]), note=t.text(result["note"])))
     got = total = 0.0
     for item in spec.autograded:
-        r = result["items"].get(item.grade_id, {"points": 0.0, "max": float(item.points), "lines": ["not graded"]})
+        r = result["items"].get(item.grade_id, {"points": 0.0, "max": float(item.points), "lines": [M.NOT_GRADED]})
         got, total = got + r["points"], total + r["max"]
-        out.append(f"{item.title or item.function}: {r['points']:g} / {r['max']:g}")
-        out.extend(f"    {line}" for line in r["lines"])
+        name = t.text(item.title) if item.title else item.function
+        out.append(t(M.CHECK_ITEM, name=name, points=f"{r['points']:g}", maximum=f"{r['max']:g}"))
+        out.extend(f"    {t.text(line)}" for line in r["lines"])
     for line in result.get("cell_errors", []):
-        out.append(f"note: {line}")
+        out.append(t(M.CHECK_NOTE, line=t.text(line)))
     manual = sum(m.points for m in spec.manual)
-    out.append(f"total: {got:g} / {total:g} autograded points")
+    out.append(t(M.CHECK_TOTAL, total=f"{got:g}", maximum=f"{total:g}"))
     if manual:
-        out.append(f"(plus {manual:g} points for written answers, graded by hand)")
+        out.append(t(M.CHECK_PLUS_MANUAL, points=f"{manual:g}"))
     return "\n".join(out)
 
 
@@ -75,7 +78,7 @@ def _check(args: argparse.Namespace) -> int:
 
     try:
         result = check_notebook(args.lab, args.notebook, course=args.course, seed=args.seed, timeout=args.timeout)
-        print(report(args.lab, result, args.course))
+        print(report(args.lab, result, args.course, args.lang))
     except GradeError as err:
         print(f"qkv check: error: {err}", file=sys.stderr)
         return 2
@@ -91,4 +94,5 @@ def add_parser(sub) -> None:
     p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
     p.add_argument("--seed", type=int, default=0, help="the seed of the grader's inputs (default 0)")
     p.add_argument("--timeout", type=float, default=120.0, help="wall-clock seconds for the notebook (default 120)")
+    p.add_argument("--lang", choices=["en", "zh"], default="en", help="language of the report: en or zh (中文)")
     p.set_defaults(func=_check)

@@ -12,8 +12,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from english_left import english_left
 
-from qkv.grading.testing import grade_notebooks
+from qkv.grading.grader import load_lab
+from qkv.grading.messages import translator
+from qkv.grading.reports import feedback_html
+from qkv.grading.testing import COURSE, grade_notebooks
 
 CORPUS = Path(__file__).parent / "corpus"
 sys.path.insert(0, str(CORPUS))
@@ -74,5 +78,8 @@ def test_corpus(lab, tmp_path):
             f"{'ok' if not problems else 'MISMATCH'}"
         )
         failures += [f"{name}: {p}" for p in problems]
+        # The same feedback for a student of the Chinese edition (`qkv grade --lang zh`): no English left.
+        page = feedback_html(result, load_lab(lab, COURSE), {}, translator("zh"))
+        failures += [f"{name}: English in the Chinese feedback: {s!r}" for s in english_left(page)]
     print("\n" + "\n".join(rows))
     assert not failures, f"{lab}: {len(failures)} unexpected outcomes\n" + "\n".join(failures)

@@ -10,6 +10,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import messages as M
 from . import sandbox
 from .grader import GradeError, default_jobs, load_lab, run_batch, write_atomic
 
@@ -53,6 +54,7 @@ def add_parsers(sub) -> None:
     p.add_argument(
         "--gradescope", action="store_true", help="grade one submission and write Gradescope's results.json into --out"
     )
+    _add_lang(p)
     p.add_argument("--quiet", action="store_true", help="print only warnings and errors")
     p.set_defaults(func=_grade)
 
@@ -64,7 +66,17 @@ def add_parsers(sub) -> None:
         "--timeout", type=float, default=300.0, help="wall-clock seconds per submission on Gradescope (default 300)"
     )
     p.add_argument("--memory", type=int, default=512, help="memory in MB for a submission's own code (default 512)")
+    _add_lang(p)
     p.set_defaults(func=_bundle)
+
+
+def _add_lang(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--lang",
+        choices=list(M.LANGUAGES),
+        default="en",
+        help="language of the feedback and the summary: en or zh (中文; default: en)",
+    )
 
 
 def _warn(msg: str) -> None:
@@ -93,6 +105,7 @@ def _grade(args: argparse.Namespace) -> int:
             use_sandbox=not args.no_sandbox,
             seed=args.seed,
             call_timeout=args.call_timeout,
+            lang=args.lang,
             log=log,
         )
     except GradeError as err:
@@ -113,6 +126,7 @@ def _gradescope(args: argparse.Namespace, log) -> int:
     src = args.submissions
     if not src.exists():
         raise GradeError(f"submission not found: {src}")
+    t = M.translator(args.lang)
     use_sandbox, note = not args.no_sandbox, ""
     if use_sandbox:
         bwrap = sandbox.bwrap_path()
@@ -122,8 +136,8 @@ def _gradescope(args: argparse.Namespace, log) -> int:
             # this one submission; inside it, the child still runs as an unprivileged uid with resource limits,
             # so it cannot write results.json or read the autograder's files (run_autograder makes them root-only).
             use_sandbox = False
-            note = f"(bubblewrap unavailable here: {why[:200]}; graded with resource limits and a separate uid only)"
-            _warn(note)
+            _warn(M.translator("en")(M.GS_NO_BWRAP, why=why[:200]))
+            note = t(M.GS_NO_BWRAP, why=why[:200])
     with tempfile.TemporaryDirectory(prefix="qkv-gradescope-") as tmp:
         subs = Path(tmp) / "subs" / "submission"
         subs.mkdir(parents=True)
@@ -155,7 +169,7 @@ def _gradescope(args: argparse.Namespace, log) -> int:
         )
     from .reports import gradescope_json
 
-    write_atomic(args.out / "results.json", gradescope_json(results[0], lab, note))
+    write_atomic(args.out / "results.json", gradescope_json(results[0], lab, note, t))
     log(f"results.json written to {args.out}: {json.loads((args.out / 'results.json').read_text())['score']:g} points")
     return 0
 
@@ -170,6 +184,7 @@ def _bundle(args: argparse.Namespace) -> int:
             args.out or Path(f"{args.lab}-gradescope.zip"),
             timeout=args.timeout,
             memory=args.memory,
+            lang=args.lang,
         )
     except GradeError as err:
         print(f"qkv gradescope-bundle: error: {err}", file=sys.stderr)

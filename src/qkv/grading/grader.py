@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from . import analysis, sandbox
+from .messages import LANGUAGES
 from .spec import Item, LabSpec, compare, item_generator, load_spec, spec_fingerprint, to_float64, to_leaves
 
 MAX_NOTEBOOK = 64 << 20  # bytes; larger files are "malformed" without being parsed
@@ -76,19 +77,14 @@ def load_lab(lab: str, course: Path) -> Lab:
     except LookupError as err:
         raise GradeError(str(err)) from None
     nb = json.loads(solution.read_text(encoding="utf-8"))
-    order, prompts, locked, points = [], {}, set(), {}
-    prev = ""
+    order, locked, points = [], set(), {}
     for cell in nb["cells"]:
         meta = cell.get("metadata", {}).get("nbgrader", {})
-        src = _source(cell)
         if meta.get("grade"):
             order.append(meta["grade_id"])
             points[meta["grade_id"]] = float(meta.get("points", 0))
-            if cell["cell_type"] == "markdown":
-                prompts[meta["grade_id"]] = prev
         if meta.get("locked"):
-            locked.add(src.strip())
-        prev = src
+            locked.add(_source(cell).strip())
     spec_ids = [i.grade_id for i in spec.items]
     if sorted(spec_ids) != sorted(order):
         raise GradeError(f"the spec of {lab} grades {spec_ids} but the notebook's graded cells are {order}")
@@ -99,7 +95,18 @@ def load_lab(lab: str, course: Path) -> Lab:
             )
     released = _released_cells(course, lab) or locked
     others = {other: cells for other in _lab_ids(course) if other != lab and (cells := _released_cells(course, other))}
-    return Lab(lab, spec, order, prompts, locked, solution, released, others)
+    return Lab(lab, spec, order, questions(nb), locked, solution, released, others)
+
+
+def questions(nb: dict) -> dict[str, str]:
+    """Each written answer's question: grade_id -> the Markdown of the cell before the answer cell."""
+    found, prev = {}, ""
+    for cell in nb.get("cells", []):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade") and cell.get("cell_type") == "markdown":
+            found[meta["grade_id"]] = prev
+        prev = _source(cell)
+    return found
 
 
 def _lab_ids(course: Path) -> list[str]:
@@ -533,12 +540,16 @@ def run_batch(
     use_sandbox: bool = True,
     seed: int | None = None,
     call_timeout: float | None = None,
+    lang: str = "en",
     log=print,
 ) -> list[dict]:
     """Grade every student under ``submissions`` into ``out``; returns the results, sorted by student.
 
     ``timeout``: wall-clock seconds per submission; ``call_timeout``: CPU seconds one cell or one graded call
-    may use before it is stopped (default ``timeout / CALL_SHARE``): a looping function costs only its items."""
+    may use before it is stopped (default ``timeout / CALL_SHARE``): a looping function costs only its items.
+    ``lang``: the language of the reports (``en`` or ``zh``); results and their cache stay in English."""
+    if lang not in LANGUAGES:
+        raise GradeError(f"unknown language {lang!r}: the grader speaks {', '.join(LANGUAGES)}")
     lab = load_lab(lab_id, course)
     entries = discover(submissions, lab_id)
     out = Path(out)
@@ -674,7 +685,7 @@ def run_batch(
     ordered = [results[s] for s in sorted(results)]
     from . import reports
 
-    reports.write_all(out, lab, ordered, run)
+    reports.write_all(out, lab, ordered, run, lang)
     return ordered
 
 

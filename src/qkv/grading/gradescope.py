@@ -24,6 +24,7 @@ import zipfile
 from pathlib import Path
 
 from .grader import GradeError, load_lab
+from .messages import GS_FAILED, translator
 
 # Top-level packages a submission's notebook needs; pip resolves the rest. Versions come from requirements.lock
 # (torch's from requirements-torch.txt).
@@ -56,10 +57,10 @@ cd "$ROOT/source"
 # interpreter's teardown with torch loaded (seconds per submission).
 "$PY" -c 'import os, sys; from qkv.cli import main; status = main(sys.argv[1:]); sys.stdout.flush(); sys.stderr.flush(); os._exit(status)' \\
     grade {lab} "$ROOT/submission" --out "$ROOT/results" --course "$ROOT/source" \\
-    --gradescope --timeout {timeout} --memory {memory} --quiet
+    --gradescope --timeout {timeout} --memory {memory} --lang {lang} --quiet
 status=$?
 if [ ! -s "$ROOT/results/results.json" ]; then
-  echo '{{"score": 0, "output": "The autograder failed before grading; please tell your instructor."}}' > "$ROOT/results/results.json"
+  echo '{failed}' > "$ROOT/results/results.json"
 fi
 exit $status
 """
@@ -170,11 +171,14 @@ def layout(bundle: Path, root: Path, submission: Path) -> dict:
     }
 
 
-def build_bundle(lab: str, course: Path, out: Path, *, timeout: float = 300, memory: int = 512) -> Path:
+def build_bundle(
+    lab: str, course: Path, out: Path, *, timeout: float = 300, memory: int = 512, lang: str = "en"
+) -> Path:
     """Write the Gradescope autograder zip for ``lab``; returns its path. Deterministic bytes.
 
     ``timeout`` (seconds) and ``memory`` (MB) are the limits per submission that run_autograder passes to
     ``qkv grade``; the defaults allow for Gradescope's slow half CPU and fit the container README.txt names.
+    ``lang``: the language of the students' results (``en`` or ``zh``).
     """
     course = Path(course)
     if timeout <= 0 or memory <= 0:
@@ -185,7 +189,10 @@ def build_bundle(lab: str, course: Path, out: Path, *, timeout: float = 300, mem
     out.parent.mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(out, "w") as zf:
         _add(zf, "setup.sh", SETUP, executable=True)
-        _add(zf, "run_autograder", RUN.format(lab=lab, timeout=timeout, memory=memory), executable=True)
+        # run_autograder's own fallback, in the students' language; a JSON line inside shell single quotes
+        failed = json.dumps({"score": 0, "output": translator(lang)(GS_FAILED)}, ensure_ascii=False)
+        run = RUN.format(lab=lab, timeout=timeout, memory=memory, lang=lang, failed=failed.replace("'", "'\\''"))
+        _add(zf, "run_autograder", run, executable=True)
         _add(zf, "requirements.txt", "\n".join(_pins(course)) + "\n")
         size = textwrap.fill(container_advice(lab, course, memory), 110, initial_indent="Container size: ")
         guide = GUIDE.format(lab=lab, size=size, timeout=timeout, memory=memory)

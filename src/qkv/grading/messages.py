@@ -118,6 +118,13 @@ TOTALS = _m("TOTALS", "Totals")
 TOTAL = _m("TOTAL", "total")
 STATUS_HEADER = _m("STATUS_HEADER", "status")
 
+# --- `qkv check`, printed for a student in a terminal
+CHECK_INCOMPLETE = _m("CHECK_INCOMPLETE", "the notebook could not be graded completely: {status}: {note}")
+CHECK_ITEM = _m("CHECK_ITEM", "{name}: {points} / {maximum}")
+CHECK_NOTE = _m("CHECK_NOTE", "note: {line}")
+CHECK_TOTAL = _m("CHECK_TOTAL", "total: {total} / {maximum} autograded points")
+CHECK_PLUS_MANUAL = _m("CHECK_PLUS_MANUAL", "(plus {points} points for written answers, graded by hand)")
+
 # --- Gradescope's results.json
 GS_STATUS = _m("GS_STATUS", "Status: {status}")
 GS_STATUS_WITH_NOTE = _m("GS_STATUS_WITH_NOTE", "Status: {status} ({note})")
@@ -178,6 +185,10 @@ EVERY_CHECK = _m("EVERY_CHECK", "every check: {why}")
 CHECK_FAILED = _m("CHECK_FAILED", "{what}: {why}")
 NO_RESULT = _m("NO_RESULT", "no result (the notebook stopped, timed out or crashed before this check)")
 RAN_PAST = _m("RAN_PAST", "{functions} ran past the time limit")  # a name, maybe with its code cell
+RAN_PAST_EARLIER = _m(
+    "RAN_PAST_EARLIER",
+    "{functions} ran past the time limit of {seconds} s of CPU time earlier, so it was not run again",
+)
 CALL_TOO_SLOW = _m("CALL_TOO_SLOW", "your code ran past the time limit of one call (an endless loop?): {why}")
 CPU_LIMIT = _m("CPU_LIMIT", "ran past the time limit of {seconds} s of CPU time")
 CALLED_FORBIDDEN = _m("CALLED_FORBIDDEN", "your code called a function this exercise forbids")
@@ -278,6 +289,7 @@ class Translator:
             else gettext.translation(DOMAIN, localedir=locale_dir, languages=[locale])
         )
         self._templates = [(t, _parts(t)) for t in TEMPLATES if "{" in t]
+        self._messages = getattr(self._catalog, "_catalog", {})  # GNUTranslations' msgid -> msgstr
         self.text = cache(self._text)
         self._parse = cache(self._parse)  # type: ignore[method-assign]  # a line's pieces recur in its parses
 
@@ -295,7 +307,7 @@ class Translator:
     def _text(self, english: str) -> str:
         """A text the grader already wrote in English (a feedback line, a note), translated as far as our
         messages cover it; anything else (a student's exception) stays as it is."""
-        if self.lang == "en":
+        if self.lang == "en" or not english.strip():  # gettext("") would be the catalog's header
             return english
         parsed = self._parse(english)
         return self._tidy(parsed[0]) if parsed else english
@@ -304,9 +316,8 @@ class Translator:
         """``english`` translated, how many of its characters our messages cover, and whether all of it is
         ours (no placeholder kept as unknown text); None when no message covers it. A known message whole,
         else the template whose reading covers most."""
-        whole = self._catalog.gettext(english)
-        if whole != english:
-            return whole, len(english), True
+        if english in self._messages:  # a whole message of ours (a shape label may read the same in Chinese)
+            return self._catalog.gettext(english), len(english), True
         best = None
         for template, parts in self._templates:
             for params in _matches(english, parts):

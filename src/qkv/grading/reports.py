@@ -1,5 +1,7 @@
 """What ``qkv grade`` writes: grades.csv, feedback/<student>.html, manual/<grade_id>.html, summary.html,
-Gradescope's results.json. Everything a student wrote is escaped; every file is written atomically."""
+Gradescope's results.json, in English or Chinese (``--lang``: the words come from :mod:`.messages`; the results
+keep the grader's English lines, translated here). Everything a student wrote is escaped; every file is written
+atomically."""
 
 from __future__ import annotations
 
@@ -11,27 +13,22 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from .grader import Lab, write_atomic
+from ..labs import EDITIONS
+from . import messages as M
+from .grader import Lab, questions, write_atomic
+from .messages import Translator, translator
 
-STATUS_WORDS = {
-    "graded": "graded",
-    "malformed": "could not be read as a notebook",
-    "timeout": "stopped at the time limit",
-    "memory": "ran out of memory",
-    "crashed": "stopped early",
-    "ambiguous": "several notebooks, none named after the lab",
-    "duplicate": "submitted twice (a file and a folder)",
-    "wrong_lab": "the notebook of another lab",
-}
+EN = translator("en")
+
 CSS = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;line-height:1.45;
 color:#1b1b1b;background:#fff}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3rem .6rem;
-text-align:left;vertical-align:top}.pass{color:#176a2c}.fail{color:#a11}.answer{white-space:pre-wrap;
+text-align:left;vertical-align:top}.pass{color:#176a2c}.fail{color:#a11}.answer,.question{white-space:pre-wrap;
 background:#f6f6f6;padding:.6rem;border-radius:4px}code{background:#f2f2f2;padding:0 .2rem}"""
 
 
-def _page(title: str, body: str) -> str:
+def _page(title: str, body: str, t: Translator) -> str:
     return (
-        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
+        f'<!DOCTYPE html>\n<html lang="{t.html_lang}"><head><meta charset="utf-8"><title>{html.escape(title)}</title>'
         f'<meta name="viewport" content="width=device-width"><style>{CSS}</style></head>'
         f"<body>\n{body}\n</body></html>\n"
     )
@@ -92,28 +89,32 @@ def write_csv(out: Path, lab: Lab, results: list[dict], manual: dict) -> None:
     write_atomic(out / "grades.csv", buf.getvalue())
 
 
-def feedback_html(res: dict, lab: Lab, entered: dict[str, float]) -> str:
+def feedback_html(res: dict, lab: Lab, entered: dict[str, float], t: Translator = EN) -> str:
     e = html.escape
     total, maximum = totals(res, lab, entered)
+    status = t.status(res["status"])
+    state = (
+        t(M.STATUS_WITH_NOTE, status=status, note=t.text(res["note"]))
+        if res.get("note")
+        else t(M.STATUS, status=status)
+    )
     parts = [
-        f"<h1>Lab {e(lab.lab)}: feedback for {e(res['student'])}</h1>",
-        f"<p><strong>{total:g} / {maximum:g} points</strong> (autograded"
-        f"{' and hand-graded' if entered else ''}). Status: {e(STATUS_WORDS.get(res['status'], res['status']))}"
-        f"{': ' + e(res['note']) if res.get('note') else ''}.</p>",
+        f"<h1>{e(t(M.FEEDBACK_TITLE, lab=lab.lab, student=res['student']))}</h1>",
+        f"<p><strong>{e(t(M.POINTS, total=f'{total:g}', maximum=f'{maximum:g}'))}</strong> "
+        f"{e(t(M.AUTOGRADED_AND_BY_HAND if entered else M.AUTOGRADED))} {e(state)}</p>",
     ]
     if res["status"] in ("malformed", "ambiguous", "duplicate", "wrong_lab"):
-        parts.append(
-            "<p>Your submission could not be graded, so every exercise scores 0. Please ask your instructor.</p>"
-        )
-    parts.append("<table><tr><th>exercise</th><th>points</th><th>what the grader found</th></tr>")
+        parts.append(f"<p>{e(t(M.NOT_GRADABLE))}</p>")
+    parts.append(f"<table><tr><th>{e(t(M.EXERCISE))}</th><th>{e(t(M.POINTS_HEADER))}</th><th>{e(t(M.FOUND))}</th></tr>")
     for gid in lab.order:
         spec_item = lab.spec.item(gid)
-        name = getattr(spec_item, "title", "") or getattr(spec_item, "function", "") or gid
+        title = getattr(spec_item, "title", "")
+        name = t.text(title) if title else getattr(spec_item, "function", "") or gid
         if gid in res["items"]:
             r = res["items"][gid]
             cls = "pass" if r["points"] == r["max"] else "fail"
-            desc = getattr(spec_item, "describe", "")
-            lines = "".join(f"<li>{e(line)}</li>" for line in r["lines"])
+            desc = t.text(getattr(spec_item, "describe", ""))
+            lines = "".join(f"<li>{e(t.text(line))}</li>" for line in r["lines"])
             parts.append(
                 f"<tr><td><code>{e(name)}</code><br><small>{e(desc)}</small></td>"
                 f'<td class="{cls}">{r["points"]:g} / {r["max"]:g}</td><td><ul>{lines}</ul></td></tr>'
@@ -121,60 +122,65 @@ def feedback_html(res: dict, lab: Lab, entered: dict[str, float]) -> str:
         elif gid in entered:
             parts.append(
                 f"<tr><td>{e(name)}</td><td>{entered[gid]:g} / {float(spec_item.points):g}</td>"
-                "<td>graded by hand</td></tr>"
+                f"<td>{e(t(M.BY_HAND))}</td></tr>"
             )
         else:
-            note = (
-                "graded by hand; not yet graded"
-                if gid in res.get("answers", {}) or res["status"] == "graded"
-                else "not graded"
-            )
-            parts.append(f"<tr><td>{e(name)}</td><td>– / {float(spec_item.points):g}</td><td>{e(note)}</td></tr>")
+            note = M.BY_HAND_NOT_YET if gid in res.get("answers", {}) or res["status"] == "graded" else M.NOT_GRADED
+            parts.append(f"<tr><td>{e(name)}</td><td>– / {float(spec_item.points):g}</td><td>{e(t(note))}</td></tr>")
     parts.append("</table>")
     if res.get("cell_errors"):
-        items = "".join(f"<li><code>{e(c)}</code></li>" for c in res["cell_errors"])
-        parts.append(
-            f"<h2>Cells that raised an error when your notebook was run</h2><ul>{items}</ul>"
-            "<p>A failing cell does not stop the others, but a function it should define is then missing.</p>"
-        )
-    return _page(f"{lab.lab}: {res['student']}", "\n".join(parts))
+        items = "".join(f"<li><code>{e(t.text(c))}</code></li>" for c in res["cell_errors"])
+        parts.append(f"<h2>{e(t(M.CELL_ERRORS))}</h2><ul>{items}</ul><p>{e(t(M.CELL_ERRORS_WHY))}</p>")
+    return _page(f"{lab.lab}: {res['student']}", "\n".join(parts), t)
 
 
-def manual_html(lab: Lab, gid: str, results: list[dict], manual: dict) -> str:
+def manual_html(lab: Lab, gid: str, results: list[dict], manual: dict, t: Translator = EN) -> str:
     e = html.escape
     item = lab.spec.item(gid)
     parts = [
-        f"<h1>{e(lab.lab)}: {e(gid)} ({float(item.points):g} points, graded by hand)</h1>",
-        f'<h2>The question</h2><div class="answer">{e(lab.prompts.get(gid, ""))}</div>',
-        "<p>Enter scores in <code>manual_scores.csv</code> (next to <code>grades.csv</code>, one column per "
-        "question) and run <code>qkv grade</code> again: totals then include them.</p>",
-        "<h2>Answers</h2><table><tr><th>student</th><th>answer</th><th>entered</th></tr>",
+        f"<h1>{e(t(M.MANUAL_TITLE, lab=lab.lab, grade_id=gid, points=f'{float(item.points):g}'))}</h1>",
+        f'<h2>{e(t(M.QUESTION))}</h2><div class="question">{e(_question(lab, gid, t))}</div>',
+        f"<p>{t(M.MANUAL_HOW)}</p>",  # our own HTML (file names in <code>)
+        f"<h2>{e(t(M.ANSWERS))}</h2><table><tr><th>{e(t(M.STUDENT))}</th><th>{e(t(M.ANSWER))}</th>"
+        f"<th>{e(t(M.ENTERED))}</th></tr>",
     ]
     for res in results:
         ans = res.get("answers", {}).get(gid)
-        text = "(no answer found)" if ans is None else ans.strip() or "(empty)"
+        text = t(M.NO_ANSWER_FOUND) if ans is None else ans.strip() or t(M.EMPTY_ANSWER)
         if text.strip() == "YOUR ANSWER HERE":
-            text = "(not answered)"
+            text = t(M.NOT_ANSWERED)
         got = manual.get(res["student"], {}).get(gid)
         parts.append(
             f'<tr><td>{e(res["student"])}</td><td><div class="answer">{e(text)}</div></td>'
             f"<td>{'' if got is None else f'{got:g}'}</td></tr>"
         )
     parts.append("</table>")
-    return _page(f"{lab.lab}: {gid}", "\n".join(parts))
+    return _page(f"{lab.lab}: {gid}", "\n".join(parts), t)
 
 
-def summary_html(lab: Lab, results: list[dict], run: dict, manual: dict) -> str:
+def _question(lab: Lab, gid: str, t: Translator) -> str:
+    """The question as the students of that language read it: from their edition of the lab
+    (``labs/zh/<lab>/``), else the English one."""
+    course = lab.solution.parents[2]  # <course>/solutions/<lab>/<lab>.ipynb
+    edition = course / EDITIONS[t.lang][0] / lab.lab / f"{lab.lab}.ipynb" if t.lang in EDITIONS else None
+    if t.lang != "en" and edition is not None and edition.is_file():
+        translated = questions(json.loads(edition.read_text(encoding="utf-8"))).get(gid)
+        if translated:
+            return translated
+    return lab.prompts.get(gid, "")
+
+
+def summary_html(lab: Lab, results: list[dict], run: dict, manual: dict, t: Translator = EN) -> str:
     e = html.escape
     n = len(results)
     statuses = Counter(r["status"] for r in results)
+    sandbox = run["sandbox"] if run["sandbox"] != "none" else t(M.NO_SANDBOX)
+    counts = ", ".join(t(M.STATUS_COUNT, status=t.status(k), count=v) for k, v in sorted(statuses.items()))
+    head = [M.ITEM, M.POINTS_HEADER, M.FULL_MARKS, M.MEAN, M.COMMON_FAILURE]
     parts = [
-        f"<h1>Lab {e(lab.lab)}: class summary</h1>",
-        f"<p>{n} students; seed {run['seed']}; sandbox: {e(run['sandbox'])}. "
-        + ", ".join(f"{k}: {v}" for k, v in sorted(statuses.items()))
-        + "</p>",
-        "<h2>Per item</h2><table><tr><th>item</th><th>points</th><th>full marks</th><th>mean</th>"
-        "<th>most common failure</th></tr>",
+        f"<h1>{e(t(M.SUMMARY_TITLE, lab=lab.lab))}</h1>",
+        f"<p>{e(t(M.SUMMARY_RUN, n=n, seed=run['seed'], sandbox=sandbox))} {e(counts)}</p>",
+        f"<h2>{e(t(M.PER_ITEM))}</h2><table><tr>{''.join(f'<th>{e(t(h))}</th>' for h in head)}</tr>",
     ]
     for gid in lab.order:
         item = lab.spec.item(gid)
@@ -182,8 +188,8 @@ def summary_html(lab: Lab, results: list[dict], run: dict, manual: dict) -> str:
             entered = [manual[s][gid] for s in manual if gid in manual[s]]
             mean = f"{sum(entered) / len(entered):.2f}" if entered else "–"
             parts.append(
-                f"<tr><td>{e(gid)} (by hand)</td><td>{float(item.points):g}</td><td>{len(entered)} entered</td>"
-                f"<td>{mean}</td><td></td></tr>"
+                f"<tr><td>{e(t(M.ITEM_BY_HAND, grade_id=gid))}</td><td>{float(item.points):g}</td>"
+                f"<td>{e(t(M.N_ENTERED, n=len(entered)))}</td><td>{mean}</td><td></td></tr>"
             )
             continue
         pts = [r["items"][gid]["points"] if gid in r["items"] else 0.0 for r in results]
@@ -192,18 +198,33 @@ def summary_html(lab: Lab, results: list[dict], run: dict, manual: dict) -> str:
         for r in results:
             if gid in r["items"] and r["items"][gid]["points"] < r["items"][gid]["max"]:
                 lines = r["items"][gid]["lines"]
-                reasons[(lines[1] if len(lines) > 1 else lines[0]).split(":", 1)[-1].strip()[:120]] += 1
+                reasons[_reason(lines[1] if len(lines) > 1 else lines[0], t)[:120]] += 1
         common = reasons.most_common(1)[0] if reasons else None
         parts.append(
             f"<tr><td><code>{e(gid)}</code></td><td>{float(item.points):g}</td><td>{full} / {n}</td>"
             f"<td>{(sum(pts) / n if n else 0):.2f}</td><td>{e(common[0]) + f' ({common[1]})' if common else ''}</td></tr>"
         )
-    parts.append("</table><h2>Totals</h2><table><tr><th>student</th><th>total</th><th>status</th></tr>")
+    parts.append(
+        f"</table><h2>{e(t(M.TOTALS))}</h2><table><tr><th>{e(t(M.STUDENT))}</th><th>{e(t(M.TOTAL))}</th>"
+        f"<th>{e(t(M.STATUS_HEADER))}</th></tr>"
+    )
     for r in results:
         total, maximum = totals(r, lab, manual.get(r["student"], {}))
-        parts.append(f"<tr><td>{e(r['student'])}</td><td>{total:g} / {maximum:g}</td><td>{e(r['status'])}</td></tr>")
+        parts.append(
+            f"<tr><td>{e(r['student'])}</td><td>{total:g} / {maximum:g}</td><td>{e(t.status(r['status']))}</td></tr>"
+        )
     parts.append("</table>")
-    return _page(f"{lab.lab}: summary", "\n".join(parts))
+    return _page(t(M.SUMMARY_PAGE_TITLE, lab=lab.lab), "\n".join(parts), t)
+
+
+def _reason(line: str, t: Translator) -> str:
+    """What a failing item's line says went wrong, without the check it names: the text after the line's
+    first colon (``check 2 (a vector): your function raised ...`` -> ``your function raised ...``)."""
+    line = t.text(line)
+    for colon in ("：", ":"):  # the translated line may use either
+        if colon in line:
+            return line.split(colon, 1)[-1].strip()
+    return line.strip()
 
 
 def _file_name(student: str) -> str:
@@ -213,20 +234,21 @@ def _file_name(student: str) -> str:
     return safe
 
 
-def write_all(out: Path, lab: Lab, results: list[dict], run: dict) -> None:
+def write_all(out: Path, lab: Lab, results: list[dict], run: dict, lang: str = "en") -> None:
+    t = translator(lang)
     manual = manual_scores(out, lab)
     write_csv(out, lab, results, manual)
     for res in results:
         write_atomic(
             out / "feedback" / f"{_file_name(res['student'])}.html",
-            feedback_html(res, lab, manual.get(res["student"], {})),
+            feedback_html(res, lab, manual.get(res["student"], {}), t),
         )
     for m in lab.spec.manual:
-        write_atomic(out / "manual" / f"{m.grade_id}.html", manual_html(lab, m.grade_id, results, manual))
-    write_atomic(out / "summary.html", summary_html(lab, results, run, manual))
+        write_atomic(out / "manual" / f"{m.grade_id}.html", manual_html(lab, m.grade_id, results, manual, t))
+    write_atomic(out / "summary.html", summary_html(lab, results, run, manual, t))
 
 
-def gradescope_json(res: dict, lab: Lab, note: str = "") -> str:
+def gradescope_json(res: dict, lab: Lab, note: str = "", t: Translator = EN) -> str:
     """Gradescope's results.json for one submission (autograded items; written answers are graded there by hand)."""
     tests = []
     for gid in lab.order:
@@ -238,19 +260,22 @@ def gradescope_json(res: dict, lab: Lab, note: str = "") -> str:
                 "name": gid,
                 "score": r["points"],
                 "max_score": r["max"],
-                "output": "\n".join(r["lines"]),
+                "output": "\n".join(t.text(line) for line in r["lines"]),
                 "status": "passed" if r["points"] == r["max"] else "failed",
                 "visibility": "visible",
             }
         )
-    output = f"Status: {STATUS_WORDS.get(res['status'], res['status'])}"
-    if res.get("note"):
-        output += f" ({res['note']})"
+    status = t.status(res["status"])
+    out = [
+        t(M.GS_STATUS_WITH_NOTE, status=status, note=t.text(res["note"]))
+        if res.get("note")
+        else t(M.GS_STATUS, status=status)
+    ]
     if res.get("cell_errors"):
-        output += "\nCells that raised an error:\n" + "\n".join(res["cell_errors"])
+        out += [t(M.GS_CELL_ERRORS), *(t.text(c) for c in res["cell_errors"])]
     if lab.spec.manual:
-        output += "\nWritten answers (" + ", ".join(m.grade_id for m in lab.spec.manual) + ") are graded by hand."
+        out.append(t(M.GS_BY_HAND, grade_ids=", ".join(m.grade_id for m in lab.spec.manual)))
     if note:
-        output += "\n" + note
-    total = sum(t["score"] for t in tests)
-    return json.dumps({"score": total, "output": output, "tests": tests, "visibility": "visible"}, indent=1)
+        out.append(note)
+    total = sum(test["score"] for test in tests)
+    return json.dumps({"score": total, "output": "\n".join(out), "tests": tests, "visibility": "visible"}, indent=1)
