@@ -1,7 +1,7 @@
 # The README's commands. Everything a fresh clone needs is installed from here.
 #   make book   build the HTML book into _build/html
 #   make test   every test (CI runs this through .ci/run)
-#   make lab    JupyterLab on a private copy of the labs (work/), in its own small venv (.venv-lab);
+#   make lab    JupyterLab on a private copy of the labs (work/), in its own venv (.venv-lab: no book or test tools);
 #               `make lab EDITION=zh` for the Chinese labs
 #   make dist   the wheel and sdist into dist/
 # torch comes in its own step, outside the hashed locks (its file differs per platform and index): the CPU build

@@ -1,6 +1,7 @@
 """Notebook hygiene: committed stripped, labs regenerated identically, tagged cells raise exactly where they should.
 
-nbval (run by `make test` with --nbval-lax) executes every notebook; these tests check what nbval cannot.
+nbval (run by `make test` with --nbval-lax) executes the blank labs, tests/ways_in/ the chapters and solutions (in a
+Colab-like venv); these tests check what running them cannot.
 """
 
 import subprocess

@@ -1,6 +1,6 @@
 """The pins and the install story stay consistent: locks, extras, Binder, one version, one install cell.
 
-The environments themselves (wheel, Colab, Binder) are built and run in ``test_ways_in.py``.
+The environments themselves (wheel, Colab, Binder) are built and run in ``tests/ways_in/``.
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from qkv.course import nbgitpuller_link
+from qkv.grading.messages import SUMMARY_TITLE, translator
 
 REPO = Path(__file__).resolve().parent.parent
 PAGE = REPO / "chapters" / "teaching.md"
@@ -32,7 +33,13 @@ def _tested_blocks() -> dict[str, str]:
 
 def test_every_tested_block_runs(tmp_path):
     blocks = _tested_blocks()
-    assert list(blocks) == ["teaching-nbgrader", "teaching-grade", "teaching-student-dist", "teaching-gradescope"]
+    assert list(blocks) == [
+        "teaching-nbgrader",
+        "teaching-grade",
+        "teaching-grade-zh",
+        "teaching-student-dist",
+        "teaching-gradescope",
+    ]
     checkout = tmp_path / "qkv"
     shutil.copytree(
         REPO,
@@ -79,6 +86,7 @@ def test_every_tested_block_runs(tmp_path):
     assert "released as labs/soft_lookup" in outputs["teaching-nbgrader"]
     rows = outputs["teaching-grade"].splitlines()  # grades.csv: a header, then alice with every autograded point
     assert len(rows) == 2 and rows[1].startswith("alice,10,10,graded"), rows
+    assert outputs["teaching-grade-zh"].strip() == f"<h1>{translator('zh')(SUMMARY_TITLE, lab='soft_lookup')}</h1>"
     shown = subprocess.run(
         ["git", "--git-dir", str(remote), "show", "student:labs/soft_lookup/soft_lookup.ipynb"],
         capture_output=True,
