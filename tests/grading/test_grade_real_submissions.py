@@ -1,6 +1,7 @@
 """The grader on submissions written the way students write them, sandboxed: debug prints and plots, a
 ``setattr`` loop, a looping function, a notebook of another lab. Correct work keeps every point and its
-feedback lists no error; a looping function costs only the items that call it."""
+feedback lists no error; a looping function costs only its own item (the items whose functions call it run
+with a correct one in its place)."""
 
 from __future__ import annotations
 
@@ -169,7 +170,7 @@ def dot_scores(query, keys):
 """
 
 
-def test_a_looping_function_costs_only_the_items_that_call_it(tmp_path):
+def test_a_looping_function_costs_only_its_own_item(tmp_path):
     base = completed_lab("soft_lookup")
     looping = with_function(base, "dot_scores", LOOPING_DOT)
     top = json.loads(json.dumps(base))
@@ -182,12 +183,11 @@ def test_a_looping_function_costs_only_the_items_that_call_it(tmp_path):
 
     loop = res["looping"]
     got = {gid: r["points"] for gid, r in loop["items"].items()}
-    # cosine_scores and soft_lookup call the student's dot_scores (as the lab suggests); stable_softmax does not
-    assert got == {"test_dot_scores": 0, "test_cosine_scores": 0, "test_stable_softmax": 3, "test_soft_lookup": 0}, loop
+    # cosine_scores and soft_lookup call dot_scores (as the lab suggests), but are graded with a correct one
+    assert got == {"test_dot_scores": 0, "test_cosine_scores": 2, "test_stable_softmax": 3, "test_soft_lookup": 3}, loop
     assert loop["status"] == "graded" and f"dot_scores (code cell {dot_cell})" in loop["note"], loop["note"]
-    for gid in ("test_dot_scores", "test_soft_lookup"):
-        said = " ".join(loop["items"][gid]["lines"])
-        assert "time limit" in said and f"dot_scores (code cell {dot_cell})" in said, said
+    said = " ".join(loop["items"]["test_dot_scores"]["lines"])
+    assert "time limit" in said and f"dot_scores (code cell {dot_cell})" in said, said
 
     stopped = res["top"]
     assert stopped["status"] == "timeout" and f"code cell {top_cell}" in stopped["note"], stopped["note"]

@@ -146,7 +146,7 @@ BUGS = {
             h = layer_norm(h, p["final_norm.weight"], p["final_norm.bias"])
             return h @ p["head.weight"].T + p["head.bias"]
         """,
-        {"test_tiny_forward", "test_train_reversal"},
+        {"test_tiny_forward"},  # training runs with a correct tiny_forward
     ),
     "model without the final layer norm": (
         "tiny_forward",
