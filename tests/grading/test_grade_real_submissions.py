@@ -10,10 +10,11 @@ import json
 import os
 import re
 import stat
+import subprocess
 
 import pytest
 
-from qkv.grading.grader import write_atomic
+from qkv.grading.grader import WORKER_FAILED, write_atomic
 from qkv.grading.spec import load_spec
 from qkv.grading.testing import COURSE, completed_lab, grade_across_labs, grade_notebooks, with_function
 from qkv.labs import lab_ids
@@ -215,3 +216,26 @@ def test_written_files_get_the_mode_the_umask_allows(tmp_path, umask, mode):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "f.txt").stat().st_mode) == mode
+
+
+def test_a_worker_that_cannot_start_costs_a_rerun_not_the_items(tmp_path, monkeypatch):
+    """On a busy machine the fork that starts a worker can fail (EAGAIN, ENOMEM). That submission is reported
+    as crashed by the grader (not cached: the next run grades it), with every item in its result; the next
+    submission starts a fresh worker and is graded."""
+    real_popen = subprocess.Popen
+    refused = []
+
+    def busy_machine(cmd, *args, **kwargs):
+        if any("qkv_grader_child.py" in str(part) for part in cmd) and not refused:
+            refused.append(cmd)
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return real_popen(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", busy_machine)
+    done = completed_lab("soft_lookup")
+    res = grade_notebooks("soft_lookup", {"a": done, "b": done}, tmp_path, jobs=1)
+    assert refused
+    assert res["a"]["status"] == "crashed" and res["a"]["note"] == WORKER_FAILED, res["a"]
+    assert set(res["a"]["items"]) == {i.grade_id for i in load_spec("soft_lookup").autograded}
+    assert res["b"]["status"] == "graded" and all(r["points"] == r["max"] for r in res["b"]["items"].values())
+    assert len(list((tmp_path / "out" / "results").glob("*.json"))) == 1  # only b's result is kept for a rerun
