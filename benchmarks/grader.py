@@ -145,7 +145,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="bench-grader-") as tmp:
         for lab in args.labs.split(","):
             rows.append(bench_lab(lab, args.n, args.jobs, Path(tmp)))
-            print(f"{lab}: done", file=sys.stderr, flush=True)
+            r = rows[-1]
+            print(
+                f"{lab}: qkv {r['qkv_per_submission_s']:.2f} s/sub, nbgrader {r['nbgrader_per_submission_s']:.2f} "
+                f"s/sub, ratio per sub {r['ratio_per_submission']:.1f}, ratio wall {r['ratio_wall']:.1f}",
+                file=sys.stderr,
+                flush=True,
+            )
     print(
         table(
             rows,

@@ -8,8 +8,8 @@ that function's item only, so it costs this point only when both are wrong and s
 
 Every case uses ``L != S`` and ``d_k != d_v`` (so a missing transpose or a swapped output changes a shape) and
 ``d_k`` of 16 or 64 (so scaling by ``d_k`` or not at all changes the values); one case per attention item has
-large scores. ``torch.softmax`` is allowed in this lab
-(the students built it in ``soft_lookup``); the attention functions of the library and PyTorch are not.
+large scores. ``torch.softmax`` is allowed in this lab (the students built it in ``soft_lookup``); the
+attention functions of the library and PyTorch are not.
 """
 
 from __future__ import annotations
