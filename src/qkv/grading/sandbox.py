@@ -204,9 +204,12 @@ class Worker:
 
     def run(self, job: dict) -> tuple[dict, bytes]:
         """Grade one job; a worker that dies or hangs is restarted and the job reported as crashed."""
-        if self.proc is None or self.proc.poll() is not None:
-            self.start()
         try:
+            if self.proc is None or self.proc.poll() is not None:
+                # An OSError here (fork refused on a busy machine: EAGAIN, ENOMEM; a sandbox that exits at once)
+                # is this job's failure, reported like a worker that died: before, it escaped as a grader error
+                # and left the result without its items.
+                self.start()
             self._send(pickle.dumps(job))
             deadline = time.monotonic() + job["timeout"] + 60
             header = json.loads(self._recv(deadline))

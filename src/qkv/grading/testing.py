@@ -186,8 +186,9 @@ def check_spec(
     *,
     course: Path = COURSE,
 ) -> dict[str, Result]:
-    """Assert: the solution gets every autograded point; each bug loses (at least) the points of the items it
-    names; each alternative keeps every point. Returns the results by variant name."""
+    """Assert: the solution gets every autograded point; each bug loses the points of exactly the items it
+    names (one bug costs its own item, not the later ones that call the buggy function); each alternative keeps
+    every point. Returns the results by variant name."""
     base = solution_notebook(lab, course)
     variants: dict[str, dict] = {"solution": base}
     for function, source, _ in bugs.values():
@@ -213,12 +214,12 @@ def check_spec(
     for name, (_, _, losing) in bugs.items():
         got = points(by_name[name])
         lost = {gid for gid in full if got.get(gid, 0.0) < full[gid]}
-        if not losing <= lost:
+        if lost != losing:
             res = by_name[name]
             problems.append(
-                f"bug {name!r} should lose {sorted(losing)} but lost only {sorted(lost)} (status "
+                f"bug {name!r} should lose {sorted(losing)} but lost {sorted(lost)} (status "
                 f"{res.status}{': ' + res.note if res.note else ''})"
-            )  # losing more is allowed: a bug may break a later item that calls the buggy function
+            )
     for name in alternatives:
         got = points(by_name[name])
         if got != full:

@@ -192,6 +192,11 @@ def main() -> None:
             ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE 0
         except Exception:  # pragma: no cover
             pass
+    import gc
+
+    # What the worker loaded lives as long as it does: the children's garbage collections skip it, and its pages
+    # stay shared instead of being copied into each child (the scaling lab's plotting cell: 1.4 -> 1.0 s of CPU).
+    gc.freeze()
     write_frame(out, json.dumps({"ready": True, "pid": os.getpid(), "uid": os.getuid()}).encode())
     while True:
         try:
