@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from . import analysis
 from .compare import compare, to_float64, to_leaves
 from .lab import Lab
+from .messages import WORKER_FAILED
 from .results import ItemResult, decode_value
 from .spec import Item, item_generator
-
-WORKER_FAILED = "the grader's worker failed while running this notebook (not the student's doing; run again)"
 
 
 @dataclass
