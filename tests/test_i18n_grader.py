@@ -24,7 +24,7 @@ from english_left import english_left
 from qkv import i18n
 from qkv.grading import messages as M
 from qkv.grading import reports, specs
-from qkv.grading.grader import load_lab
+from qkv.grading.lab import load_lab
 from qkv.grading.spec import Item, item_generator, load_spec
 
 ROOT = Path(__file__).resolve().parents[1]

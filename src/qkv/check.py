@@ -14,17 +14,21 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .grading.results import Result
 
 __all__ = ["add_parser", "check_notebook"]
 
 
-def check_notebook(lab: str, notebook: Path, *, course: Path, seed: int = 0, timeout: float = 120.0) -> dict:
-    """Grade one notebook of ``lab`` as ``qkv grade`` would, without the sandbox; the grader's result dict."""
-    from .grading.grader import run_batch
+def check_notebook(lab: str, notebook: Path, *, course: Path, seed: int = 0, timeout: float = 120.0) -> Result:
+    """Grade one notebook of ``lab`` as ``qkv grade`` would, without the sandbox; the grader's result."""
+    from .grading.command import run_batch
 
     notebook = Path(notebook)
     if not notebook.is_file():
-        from .grading.grader import GradeError
+        from .grading.lab import GradeError
 
         raise GradeError(f"notebook not found: {notebook}")
     with tempfile.TemporaryDirectory(prefix="qkv-check-") as tmp:
@@ -47,24 +51,25 @@ def check_notebook(lab: str, notebook: Path, *, course: Path, seed: int = 0, tim
     return results[0]
 
 
-def report(lab: str, result: dict, course: Path, lang: str = "en") -> str:
+def report(lab: str, result: Result, course: Path, lang: str = "en") -> str:
     """The per-exercise points, the reasons and the total, as printed by ``qkv check`` (in ``lang``)."""
     from .grading import messages as M
-    from .grading.grader import load_lab
+    from .grading.lab import load_lab
+    from .grading.results import ItemResult
 
     t = M.translator(lang)
     spec = load_lab(lab, course).spec
     out = []
-    if result["status"] != "graded":
-        out.append(t(M.CHECK_INCOMPLETE, status=t.status(result["status"]), note=t.text(result["note"])))
+    if result.status != "graded":
+        out.append(t(M.CHECK_INCOMPLETE, status=t.status(result.status), note=t.text(result.note)))
     got = total = 0.0
     for item in spec.autograded:
-        r = result["items"].get(item.grade_id, {"points": 0.0, "max": float(item.points), "lines": [M.NOT_GRADED]})
-        got, total = got + r["points"], total + r["max"]
+        r = result.items.get(item.grade_id) or ItemResult(0.0, float(item.points), [M.NOT_GRADED])
+        got, total = got + r.points, total + r.max
         name = t.text(item.title) if item.title else item.function
-        out.append(t(M.CHECK_ITEM, name=name, points=f"{r['points']:g}", maximum=f"{r['max']:g}"))
-        out.extend(f"    {t.text(line)}" for line in r["lines"])
-    for line in result.get("cell_errors", []):
+        out.append(t(M.CHECK_ITEM, name=name, points=f"{r.points:g}", maximum=f"{r.max:g}"))
+        out.extend(f"    {t.text(line)}" for line in r.lines)
+    for line in result.cell_errors:
         out.append(t(M.CHECK_NOTE, line=t.text(line)))
     manual = sum(m.points for m in spec.manual)
     out.append(t(M.CHECK_TOTAL, total=f"{got:g}", maximum=f"{total:g}"))
@@ -74,7 +79,7 @@ def report(lab: str, result: dict, course: Path, lang: str = "en") -> str:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .grading.grader import GradeError
+    from .grading.lab import GradeError
 
     try:
         result = check_notebook(args.lab, args.notebook, course=args.course, seed=args.seed, timeout=args.timeout)

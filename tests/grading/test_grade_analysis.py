@@ -11,9 +11,12 @@ import numpy as np
 import pytest
 
 from qkv.grading.analysis import analyse
-from qkv.grading.grader import _decode, discover, parse_notebook, read_messages
+from qkv.grading.compare import compare
+from qkv.grading.protocol import read_messages
 from qkv.grading.reports import csv_safe
-from qkv.grading.spec import SOFTMAX_FAMILY, compare
+from qkv.grading.results import decode_value as _decode
+from qkv.grading.spec import SOFTMAX_FAMILY
+from qkv.grading.submissions import discover, parse_notebook
 
 SETUP = "import torch\nimport torch.nn.functional as F\nimport qkv\n"
 

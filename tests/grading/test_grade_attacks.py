@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from qkv.grading import sandbox
-from qkv.grading.grader import run_batch
+from qkv.grading.command import run_batch
 from qkv.grading.testing import COURSE
 
 ATTACKS = Path(__file__).parent / "attacks"
@@ -53,7 +53,7 @@ EXPECTED = {
     "huge_outputs": ("graded", 10),
     "written_answer_html": ("graded", 10),
     "recursion_and_baseexceptions": ("graded", 7),
-    "weird_return_types": ("graded", 3),  # dot_scores, cosine_scores and soft_lookup (which calls dot_scores) fail
+    "weird_return_types": ("graded", 6),  # dot_scores and cosine_scores fail (soft_lookup runs a correct dot_scores)
     "collusion_writer": ("graded", 10),
     "collusion_reader": ("graded", 0),
     "malformed_json": ("malformed", 0),

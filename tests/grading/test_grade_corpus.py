@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from english_left import english_left
 
-from qkv.grading.grader import load_lab
+from qkv.grading.lab import load_lab
 from qkv.grading.messages import translator
 from qkv.grading.reports import feedback_html
 from qkv.grading.testing import COURSE, grade_notebooks

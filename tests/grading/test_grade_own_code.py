@@ -87,7 +87,7 @@ def test_a_missing_item_is_reported_with_the_status_not_a_key_error(tmp_path, mo
 
 
 def test_the_cache_key_covers_the_code_that_decides_a_grade(tmp_path, monkeypatch):
-    from qkv.grading import spec
+    from qkv.grading import fingerprint as spec
 
     (tmp_path / "a.py").write_text("x = 1\n")
     before = spec.source_digest(tmp_path)

@@ -1,6 +1,7 @@
 """The grader on submissions written the way students write them, sandboxed: debug prints and plots, a
 ``setattr`` loop, a looping function, a notebook of another lab. Correct work keeps every point and its
-feedback lists no error; a looping function costs only the items that call it."""
+feedback lists no error; a looping function costs only its own item (the items whose functions call it run
+with a correct one in its place)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ import json
 import os
 import re
 import stat
+import subprocess
 
 import pytest
 
-from qkv.grading.grader import write_atomic
+from qkv.grading.atomic import write_atomic
+from qkv.grading.messages import WORKER_FAILED
 from qkv.grading.spec import load_spec
 from qkv.grading.testing import COURSE, completed_lab, grade_across_labs, grade_notebooks, with_function
 from qkv.labs import lab_ids
@@ -169,7 +172,7 @@ def dot_scores(query, keys):
 """
 
 
-def test_a_looping_function_costs_only_the_items_that_call_it(tmp_path):
+def test_a_looping_function_costs_only_its_own_item(tmp_path):
     base = completed_lab("soft_lookup")
     looping = with_function(base, "dot_scores", LOOPING_DOT)
     top = json.loads(json.dumps(base))
@@ -182,12 +185,11 @@ def test_a_looping_function_costs_only_the_items_that_call_it(tmp_path):
 
     loop = res["looping"]
     got = {gid: r["points"] for gid, r in loop["items"].items()}
-    # cosine_scores and soft_lookup call the student's dot_scores (as the lab suggests); stable_softmax does not
-    assert got == {"test_dot_scores": 0, "test_cosine_scores": 0, "test_stable_softmax": 3, "test_soft_lookup": 0}, loop
+    # cosine_scores and soft_lookup call dot_scores (as the lab suggests), but are graded with a correct one
+    assert got == {"test_dot_scores": 0, "test_cosine_scores": 2, "test_stable_softmax": 3, "test_soft_lookup": 3}, loop
     assert loop["status"] == "graded" and f"dot_scores (code cell {dot_cell})" in loop["note"], loop["note"]
-    for gid in ("test_dot_scores", "test_soft_lookup"):
-        said = " ".join(loop["items"][gid]["lines"])
-        assert "time limit" in said and f"dot_scores (code cell {dot_cell})" in said, said
+    said = " ".join(loop["items"]["test_dot_scores"]["lines"])
+    assert "time limit" in said and f"dot_scores (code cell {dot_cell})" in said, said
 
     stopped = res["top"]
     assert stopped["status"] == "timeout" and f"code cell {top_cell}" in stopped["note"], stopped["note"]
@@ -215,3 +217,26 @@ def test_written_files_get_the_mode_the_umask_allows(tmp_path, umask, mode):
     finally:
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "f.txt").stat().st_mode) == mode
+
+
+def test_a_worker_that_cannot_start_costs_a_rerun_not_the_items(tmp_path, monkeypatch):
+    """On a busy machine the fork that starts a worker can fail (EAGAIN, ENOMEM). That submission is reported
+    as crashed by the grader (not cached: the next run grades it), with every item in its result; the next
+    submission starts a fresh worker and is graded."""
+    real_popen = subprocess.Popen
+    refused = []
+
+    def busy_machine(cmd, *args, **kwargs):
+        if any("qkv_grader" in str(part) for part in cmd) and not refused:  # the worker
+            refused.append(cmd)
+            raise BlockingIOError(11, "Resource temporarily unavailable")
+        return real_popen(cmd, *args, **kwargs)
+
+    monkeypatch.setattr(subprocess, "Popen", busy_machine)
+    done = completed_lab("soft_lookup")
+    res = grade_notebooks("soft_lookup", {"a": done, "b": done}, tmp_path, jobs=1)
+    assert refused
+    assert res["a"]["status"] == "crashed" and res["a"]["note"] == WORKER_FAILED, res["a"]
+    assert set(res["a"]["items"]) == {i.grade_id for i in load_spec("soft_lookup").autograded}
+    assert res["b"]["status"] == "graded" and all(r["points"] == r["max"] for r in res["b"]["items"].values())
+    assert len(list((tmp_path / "out" / "results").glob("*.json"))) == 1  # only b's result is kept for a rerun

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from qkv.grading.testing import check_spec
 
+# A forbidden call is judged on the source, and the source of future_leak reaches the masked_attention it calls (the lab
+# forbids the ready-made attention in every answer); every other bug costs its own item only.
+FORBIDDEN_IN_ATTENTION = {"test_masked_attention", "test_future_leak"}
 BUGS = {
     "causal mask inverted (the future, not the past)": (
         "causal_mask",
@@ -172,7 +175,7 @@ BUGS = {
             w = qkv.softmax(s, dim=-1)
             return w @ v, w
         """,
-        {"test_masked_attention"},
+        FORBIDDEN_IN_ATTENTION,
     ),
     "attention through torch.softmax": (
         "masked_attention",
@@ -184,7 +187,7 @@ BUGS = {
             w = torch.softmax(s, dim=-1).nan_to_num(0.0)
             return w @ v, w
         """,
-        {"test_masked_attention"},
+        FORBIDDEN_IN_ATTENTION,
     ),
     "attention through torch's fused kernel": (
         "masked_attention",
@@ -194,7 +197,7 @@ BUGS = {
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
             return out, out
         """,
-        {"test_masked_attention"},
+        FORBIDDEN_IN_ATTENTION,
     ),
     "leak compares positions 0..t-1 only": (
         "future_leak",

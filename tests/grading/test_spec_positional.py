@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from qkv.grading.testing import check_spec
 
+# A forbidden call is judged on the source, and the source of permutation_test reaches the encoding it calls (the lab
+# forbids the ready-made encoding in every answer); every other bug costs its own item only.
+FORBIDDEN_IN_ENCODING = {"test_sinusoidal_encoding", "test_permutation_test"}
 BUGS = {
     "sin and cos swapped": (
         "sinusoidal_encoding",
@@ -58,7 +61,7 @@ BUGS = {
         def sinusoidal_encoding(num_positions, d_model):
             return qkv.sinusoidal_positional_encoding(num_positions, d_model)
         """,
-        {"test_sinusoidal_encoding"},
+        FORBIDDEN_IN_ENCODING,
     ),
     "shift matrix transposed (rotates backwards)": (
         "shift_matrix",

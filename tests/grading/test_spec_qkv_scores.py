@@ -53,7 +53,7 @@ BUGS = {
             weights = torch.softmax(score_matrix_rows(q, k), dim=-1)
             return weights @ v, weights
         """,
-        {"test_attention_rows", "test_conventions_agree"},
+        {"test_attention_rows"},
     ),
     "attention scaled by d_k": (
         "attention_rows",
@@ -62,7 +62,7 @@ BUGS = {
             weights = torch.softmax(score_matrix_rows(q, k) / q.shape[-1], dim=-1)
             return weights @ v, weights
         """,
-        {"test_attention_rows", "test_conventions_agree"},
+        {"test_attention_rows"},
     ),
     "softmax over the queries (wrong axis)": (
         "attention_rows",
@@ -80,7 +80,7 @@ BUGS = {
             weights = torch.softmax(score_matrix_rows(q, k) / math.sqrt(q.shape[-1]), dim=-1)
             return weights, weights @ v
         """,
-        {"test_attention_rows", "test_conventions_agree"},
+        {"test_attention_rows"},
     ),
     "calls PyTorch's fused attention": (
         "attention_rows",
@@ -107,7 +107,7 @@ BUGS = {
             A = K.T @ Q / math.sqrt(Q.shape[0])
             return V @ torch.softmax(A, dim=1)
         """,
-        {"test_attention_columns", "test_conventions_agree"},
+        {"test_attention_columns"},
     ),
     "column scores Q^T K instead of K^T Q": (
         "attention_columns",
@@ -124,7 +124,7 @@ BUGS = {
         def attention_columns(Q, K, V):
             return V @ torch.softmax(K.T @ Q, dim=0)
         """,
-        {"test_attention_columns", "test_conventions_agree"},
+        {"test_attention_columns"},
     ),
     "column form calls the library": (
         "attention_columns",
@@ -132,7 +132,7 @@ BUGS = {
         def attention_columns(Q, K, V):
             return qkv.column_attention(Q, K, V)
         """,
-        {"test_attention_columns", "test_conventions_agree"},
+        {"test_attention_columns"},
     ),
 }
 

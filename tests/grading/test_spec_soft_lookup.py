@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from qkv.grading.testing import check_spec
 
+# A forbidden call is judged on the source, and soft_lookup's source reaches the stable_softmax it calls (the lab
+# forbids it in every answer); every other bug costs its own item only.
+FORBIDDEN_IN_SOFTMAX = {"test_stable_softmax", "test_soft_lookup"}
 BUGS = {
     "dot scaled by d": (
         "dot_scores",
@@ -89,7 +92,7 @@ BUGS = {
         def stable_softmax(scores):
             return torch.softmax(scores, dim=-1)
         """,
-        {"test_stable_softmax"},
+        FORBIDDEN_IN_SOFTMAX,
     ),
     "softmax as a method, imported under another name": (
         "stable_softmax",
@@ -98,7 +101,7 @@ BUGS = {
         def stable_softmax(scores):
             return normalise(scores, -1)
         """,
-        {"test_stable_softmax"},
+        FORBIDDEN_IN_SOFTMAX,
     ),
     "softmax through getattr": (
         "stable_softmax",
@@ -106,7 +109,7 @@ BUGS = {
         def stable_softmax(scores):
             return getattr(scores, "soft" + "max")(-1)
         """,
-        {"test_stable_softmax"},
+        FORBIDDEN_IN_SOFTMAX,
     ),
     "lookup multiplies by the temperature": (
         "soft_lookup",

@@ -12,6 +12,12 @@ BLOCK_HEAD = """
                 return h @ p[f"{name}.weight"].T + p[f"{name}.bias"]
 """  # indented like the bodies below, which with_function dedents
 
+# A forbidden call is judged on the source, and the source of every later exercise reaches the functions it calls
+# (the lab forbids the ready-made parts in every answer); every other bug costs its own item only.
+CALLERS_OF = {
+    "layer_norm": {"test_encoder_block", "test_tiny_forward", "test_train_reversal"},
+    "encoder_block": {"test_tiny_forward", "test_train_reversal"},
+}
 BUGS = {
     "layer norm with the unbiased variance": (
         "layer_norm",
@@ -48,7 +54,7 @@ BUGS = {
         def layer_norm(x, gamma, beta, eps=1e-5):
             return F.layer_norm(x, (x.shape[-1],), gamma, beta, eps)
         """,
-        {"test_layer_norm"},
+        {"test_layer_norm", *CALLERS_OF["layer_norm"]},
     ),
     "block in post-norm order": (
         "encoder_block",
@@ -134,7 +140,7 @@ BUGS = {
             layer.load_state_dict(p)
             return layer(x, mask=mask)[0]
         """,
-        {"test_encoder_block"},
+        {"test_encoder_block", *CALLERS_OF["encoder_block"]},
     ),
     "model without the positional encoding": (
         "tiny_forward",
@@ -146,7 +152,7 @@ BUGS = {
             h = layer_norm(h, p["final_norm.weight"], p["final_norm.bias"])
             return h @ p["head.weight"].T + p["head.bias"]
         """,
-        {"test_tiny_forward", "test_train_reversal"},
+        {"test_tiny_forward"},  # training runs with a correct tiny_forward
     ),
     "model without the final layer norm": (
         "tiny_forward",

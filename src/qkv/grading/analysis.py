@@ -17,6 +17,8 @@ Only the student's own code is judged: cells whose source is one of the released
 lab's, and ordinary Python in the student's code (``getattr``/``setattr`` on their own objects, loops,
 helpers, classes) is not a hatch: ``getattr`` or ``setattr`` is flagged only on an imported module with a
 computed name, or with a constant name that is forbidden or a hatch.
+
+Layer: grader side, the bottom; imports only the standard library (and IPython's cell transformer).
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""The ``qkv grade`` and ``qkv gradescope-bundle`` subcommands (registered in ``qkv/cli.py``)."""
+"""``qkv grade`` and ``qkv gradescope-bundle`` (registered in ``qkv/cli.py``), and :func:`run_batch`, which wires
+the layers: the lab, the batch of submissions, the reports.
+
+Layer: grader side, the top; may import every other module of the grader (none imports it but ``testing``).
+"""
 
 from __future__ import annotations
 
@@ -10,11 +14,30 @@ import sys
 import tempfile
 from pathlib import Path
 
+from . import bwrap, reports
 from . import messages as M
-from . import sandbox
-from .grader import GradeError, default_jobs, load_lab, run_batch, write_atomic
+from .atomic import write_atomic
+from .batch import default_jobs, grade_folder
+from .gradescope import build_bundle
+from .lab import GradeError, load_lab
+from .results import Result
 
-__all__ = ["add_parsers"]
+__all__ = ["add_parsers", "run_batch"]
+
+
+def run_batch(
+    lab_id: str, submissions: Path, out: Path, *, course: Path = Path("."), lang: str = "en", **options
+) -> list[Result]:
+    """Grade every student under ``submissions`` into ``out``: the cache, grades.csv, feedback, the manual-grading
+    pages and the summary, in ``lang`` (``en`` or ``zh``; results and their cache stay in English). Returns the
+    results, sorted by student. ``options``: those of :func:`.batch.grade_folder` (jobs, timeout, memory, fresh,
+    use_sandbox, seed, call_timeout, log)."""
+    if lang not in M.LANGUAGES:
+        raise GradeError(f"unknown language {lang!r}: the grader speaks {', '.join(M.LANGUAGES)}")
+    lab = load_lab(lab_id, course)
+    results, run = grade_folder(lab, submissions, Path(out), **options)
+    reports.write_all(Path(out), lab, results, run, lang)
+    return results
 
 
 def add_parsers(sub) -> None:
@@ -129,8 +152,8 @@ def _gradescope(args: argparse.Namespace, log) -> int:
     t = M.translator(args.lang)
     use_sandbox, note = not args.no_sandbox, ""
     if use_sandbox:
-        bwrap = sandbox.bwrap_path()
-        ok, why = sandbox.bwrap_works(bwrap) if bwrap else (False, "bubblewrap is not installed")
+        path = bwrap.bwrap_path()
+        ok, why = bwrap.bwrap_works(path) if path else (False, "bubblewrap is not installed")
         if not ok:
             # Gradescope's container often forbids namespaces. The container is itself a throwaway sandbox for
             # this one submission; inside it, the child still runs as an unprivileged uid with resource limits,
@@ -167,16 +190,12 @@ def _gradescope(args: argparse.Namespace, log) -> int:
             call_timeout=args.call_timeout,
             log=log,
         )
-    from .reports import gradescope_json
-
-    write_atomic(args.out / "results.json", gradescope_json(results[0], lab, note, t))
+    write_atomic(args.out / "results.json", reports.gradescope_json(results[0], lab, note, t))
     log(f"results.json written to {args.out}: {json.loads((args.out / 'results.json').read_text())['score']:g} points")
     return 0
 
 
 def _bundle(args: argparse.Namespace) -> int:
-    from .gradescope import build_bundle
-
     try:
         path = build_bundle(
             args.lab,

@@ -10,6 +10,8 @@ peak memory and time of one submission measured by ``benchmarks/gradescope.py``.
 Inside Gradescope's container bubblewrap may be unable to create namespaces; ``qkv grade --gradescope`` then
 says so in the results' output and grades with resource limits and a separate unprivileged uid only (the
 container itself is a throwaway sandbox for this one submission).
+
+Layer: grader side, above ``lab``; imports the standard library and ``lab``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import textwrap
 import zipfile
 from pathlib import Path
 
-from .grader import GradeError, load_lab
+from .lab import GradeError, load_lab
 from .messages import GS_FAILED, translator
 
 # Top-level packages a submission's notebook needs; pip resolves the rest. Versions come from requirements.lock

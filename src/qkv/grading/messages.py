@@ -18,18 +18,20 @@ and compiles ``locale/zh_CN/LC_MESSAGES/qkv_grade.mo`` here, which the wheel shi
 The grader records its feedback lines and notes in English (they are cached with the results, whatever the
 language of the reports); :meth:`Translator.text` translates such a finished text by matching it against the
 templates, placeholder by placeholder, so the cache stays valid in every language.
+
+Layer: grader side, above ``readback`` and ``specs`` (whose texts go into the catalog); imports the standard
+library and those two only.
 """
 
 from __future__ import annotations
 
 import gettext
-import importlib
 import itertools
-import pkgutil
 import re
-import string
 from functools import cache
 from pathlib import Path
+
+from .readback import Reader, parts
 
 __all__ = ["LANGUAGES", "STATUS_WORDS", "TEMPLATES", "Translator", "catalog_messages", "translator"]
 
@@ -37,20 +39,16 @@ DOMAIN = "qkv_grade"
 LOCALE_DIR = Path(__file__).parent / "locale"
 # `--lang` -> (gettext's locale, the HTML pages' lang attribute)
 LANGUAGES = {"en": ("en", "en"), "zh": ("zh_CN", "zh-CN")}
+SEPARATORS = {"en": ", ", "zh": "、"}  # between the items of a list ({functions})
 
 TEMPLATES: dict[str, str] = {}  # English template -> the name it has here (the translators' comment)
 
 
 def _m(name: str, text: str) -> str:
-    if any(a is not None and b is not None and not lit for (_, a), (lit, b) in itertools.pairwise(_parts(text))):
+    if any(a is not None and b is not None and not lit for (_, a), (lit, b) in itertools.pairwise(parts(text))):
         raise ValueError(f"{name}: two placeholders side by side cannot be told apart: {text!r}")
     TEMPLATES[text] = name
     return text
-
-
-def _parts(text: str) -> list[tuple[str, str | None]]:
-    """``[(literal, field after it or None), ...]``: ``"a {x} b"`` -> ``[("a ", "x"), (" b", None)]``."""
-    return [(lit, name) for lit, name, _, _ in string.Formatter().parse(text)]
 
 
 STATUS_WORDS = {
@@ -206,7 +204,7 @@ USES_HATCHES = _m(
     "USES_HATCHES", "your notebook uses {names}, which can get around the grader's checks (write the code plainly)"
 )
 
-# --- comparing a result with the reference (spec.compare), and the specs' own checks and return-type contracts
+# --- comparing a result with the reference (compare.compare), and the specs' own checks and return-type contracts
 THE_RESULT = _m("THE_RESULT", "the result")
 VALUE_OF = _m("VALUE_OF", "value {n} of {where}")
 WANT_TUPLE_GOT_ONE = _m("WANT_TUPLE_GOT_ONE", "{where} should be a tuple of {count} values; got a single value")
@@ -233,45 +231,15 @@ WANT_FLOAT32 = _m("WANT_FLOAT32", "TypeError: return a float32 tensor (compute i
 WANT_INTEGER = _m("WANT_INTEGER", "TypeError: return an integer tensor of counts; got {got}")
 
 
-def spec_messages() -> dict[str, str]:
-    """What every lab's spec shows: item descriptions and titles, written questions' titles, case labels
-    (drawn with a fixed seed: a label says what is checked, never a drawn value). Text -> where it comes from."""
-    from . import specs
-    from .spec import Item, item_generator, load_spec
-
-    found: dict[str, str] = {}
-    for module in pkgutil.iter_modules(specs.__path__):
-        if not hasattr(importlib.import_module(f"{specs.__name__}.{module.name}"), "SPEC"):
-            continue  # shared helpers (contracts.py)
-        for item in load_spec(module.name).items:
-            where = f"{module.name}: {item.grade_id}"
-            texts = {"title": item.title}
-            if isinstance(item, Item):
-                texts["description"] = item.describe
-                for n, case in enumerate(item.cases(item_generator(0, item.grade_id))):
-                    texts[f"case {n + 1}"] = case.label
-            for kind, text in texts.items():
-                if text:
-                    found.setdefault(text, f"{where} {kind}")
-    return found
-
-
 def catalog_messages() -> dict[str, str]:
     """Every message of the catalog: English text -> a comment for the translator (where it is used)."""
     out = {text: f"grader: {name}" for text, name in TEMPLATES.items()}
     out.update({text: f"status word: {key}" for key, text in STATUS_WORDS.items() if text not in out})
-    for text, where in spec_messages().items():
+    from .specs import texts  # imports every spec: only when the catalog is built
+
+    for text, where in texts().items():
         out.setdefault(text, f"spec {where}")
     return out
-
-
-# How Translator.text reads a placeholder in a finished English text. A name not listed is kept as it is
-# (code names, shapes, a student's name).
-NUMBERS = frozenset({"n", "failed", "count", "cell", "bad", "size", "seconds", "signal", "code", "mb", "seed"})
-NUMBER = re.compile(r"[-+]?\d[\d.]*(e[-+]?\d+)?%?")
-MESSAGES = frozenset({"what", "where", "label", "checks", "status"})  # always one of our messages
-MAYBE = frozenset({"why", "note", "reason", "error"})  # ours, or text from elsewhere (an exception)
-SEPARATORS = {"en": ", ", "zh": "、"}  # between the items of a list ({functions})
 
 
 class Translator:
@@ -288,10 +256,9 @@ class Translator:
             if lang == "en"
             else gettext.translation(DOMAIN, localedir=locale_dir, languages=[locale])
         )
-        self._templates = [(t, _parts(t)) for t in TEMPLATES if "{" in t]
-        self._messages = getattr(self._catalog, "_catalog", {})  # GNUTranslations' msgid -> msgstr
         self.text = cache(self._text)
-        self._parse = cache(self._parse)  # type: ignore[method-assign]  # a line's pieces recur in its parses
+        known = getattr(self._catalog, "_catalog", {})  # GNUTranslations' msgid -> msgstr
+        self._parse = Reader(self._catalog.gettext, known, TEMPLATES, SEPARATORS[lang]).parse
 
     def __call__(self, template: str, /, **params: object) -> str:
         return self._tidy(self._catalog.gettext(template).format(**params))
@@ -311,59 +278,6 @@ class Translator:
             return english
         parsed = self._parse(english)
         return self._tidy(parsed[0]) if parsed else english
-
-    def _parse(self, english: str) -> tuple[str, int, bool] | None:
-        """``english`` translated, how many of its characters our messages cover, and whether all of it is
-        ours (no placeholder kept as unknown text); None when no message covers it. A known message whole,
-        else the template whose reading covers most."""
-        if english in self._messages:  # a whole message of ours (a shape label may read the same in Chinese)
-            return self._catalog.gettext(english), len(english), True
-        best = None
-        for template, parts in self._templates:
-            for params in _matches(english, parts):
-                read = {k: self._param(k, v) for k, v in params.items()}
-                if any(r is None for r in read.values()):
-                    continue
-                own = sum(len(lit) for lit, _ in parts)
-                covered = own + sum(r[1] for r in read.values())  # type: ignore[index]
-                # The reading that covers most; of equal ones, the outermost template that says most
-                # ("value 1 of the result is wrong in ..." is about value 1, not "value 1 of (... is wrong)").
-                if best is None or (covered, own) > best[0]:
-                    filled = {k: r[0] for k, r in read.items()}  # type: ignore[index]
-                    exact = all(r[2] for r in read.values())  # type: ignore[index]
-                    best = (covered, own), self._catalog.gettext(template).format(**filled), exact
-        return (best[1], best[0][0], best[2]) if best else None
-
-    def _param(self, name: str, value: str) -> tuple[str, int, bool] | None:
-        """A placeholder's text read by its kind; None when it cannot be that kind (the reading is wrong)."""
-        if name in NUMBERS:
-            return (value, 0, True) if NUMBER.fullmatch(value) else None
-        if name == "functions":  # names as they are, each maybe with its code cell
-            items = [self._parse(v) or (v, 0, True) for v in value.split(", ")]
-            return SEPARATORS[self.lang].join(v for v, _, _ in items), sum(c for _, c, _ in items), True
-        if name in MESSAGES:  # wholly ours, or this reading is wrong
-            parsed = self._parse(value)
-            return parsed if parsed and parsed[2] else None
-        if name in MAYBE:
-            return self._parse(value) or (value, 0, False)
-        return value, 0, True
-
-
-def _matches(text: str, parts: list[tuple[str, str | None]], at: int = 0) -> list[dict[str, str]]:
-    """Every way ``text[at:]`` fills the placeholders of ``parts`` (each with a non-empty text)."""
-    (lit, name), rest = parts[0], parts[1:]
-    if not text.startswith(lit, at):
-        return []
-    at += len(lit)
-    if name is None:
-        return [{}] if at == len(text) else []
-    if not rest:  # the placeholder ends the template
-        return [{name: text[at:]}] if at < len(text) else []
-    found, end = [], text.find(rest[0][0], at + 1)
-    while end >= 0:
-        found += [{name: text[at:end], **tail} for tail in _matches(text, rest, end)]
-        end = text.find(rest[0][0], end + 1)
-    return found
 
 
 @cache

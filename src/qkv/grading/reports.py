@@ -1,7 +1,12 @@
 """What ``qkv grade`` writes: grades.csv, feedback/<student>.html, manual/<grade_id>.html, summary.html,
 Gradescope's results.json, in English or Chinese (``--lang``: the words come from :mod:`.messages`; the results
 keep the grader's English lines, translated here). Everything a student wrote is escaped; every file is written
-atomically."""
+atomically.
+
+Layer: grader side, above ``results``, ``lab`` and ``messages``; imports the standard library, ``qkv.labs`` and,
+of the grader, ``atomic``, ``lab``, ``messages`` and ``results``; it never grades (``command.py`` hands it the
+results). Each takes a :class:`.results.Result` or its JSON form (as cached).
+"""
 
 from __future__ import annotations
 
@@ -15,8 +20,10 @@ from pathlib import Path
 
 from ..labs import EDITIONS
 from . import messages as M
-from .grader import Lab, questions, write_atomic
+from .atomic import write_atomic
+from .lab import Lab, questions
 from .messages import Translator, translator
+from .results import Result
 
 EN = translator("en")
 
@@ -64,23 +71,24 @@ def manual_scores(out: Path, lab: Lab) -> dict[str, dict[str, float]]:
     return scores
 
 
-def totals(res: dict, lab: Lab, entered: dict[str, float]) -> tuple[float, float]:
-    total = sum(i["points"] for i in res["items"].values()) + sum(entered.values())
+def totals(res: Result, lab: Lab, entered: dict[str, float]) -> tuple[float, float]:
+    total = res.points + sum(entered.values())
     maximum = lab.spec.max_auto + sum(float(lab.spec.item(g).points) for g in entered)
     return total, maximum
 
 
-def write_csv(out: Path, lab: Lab, results: list[dict], manual: dict) -> None:
+def write_csv(out: Path, lab: Lab, results: list[Result] | list[dict], manual: dict) -> None:
+    results = [Result.of(r) for r in results]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["student", "total", "max_total", "status", *lab.order])
     for res in results:
-        entered = manual.get(res["student"], {})
+        entered = manual.get(res.student, {})
         total, maximum = totals(res, lab, entered)
-        row = [csv_safe(res["student"]), f"{total:g}", f"{maximum:g}", res["status"]]
+        row = [csv_safe(res.student), f"{total:g}", f"{maximum:g}", res.status]
         for gid in lab.order:
-            if gid in res["items"]:
-                row.append(f"{res['items'][gid]['points']:g}")
+            if gid in res.items:
+                row.append(f"{res.items[gid].points:g}")
             elif gid in entered:
                 row.append(f"{entered[gid]:g}")
             else:
@@ -89,35 +97,32 @@ def write_csv(out: Path, lab: Lab, results: list[dict], manual: dict) -> None:
     write_atomic(out / "grades.csv", buf.getvalue())
 
 
-def feedback_html(res: dict, lab: Lab, entered: dict[str, float], t: Translator = EN) -> str:
+def feedback_html(res: Result | dict, lab: Lab, entered: dict[str, float], t: Translator = EN) -> str:
+    res = Result.of(res)
     e = html.escape
     total, maximum = totals(res, lab, entered)
-    status = t.status(res["status"])
-    state = (
-        t(M.STATUS_WITH_NOTE, status=status, note=t.text(res["note"]))
-        if res.get("note")
-        else t(M.STATUS, status=status)
-    )
+    status = t.status(res.status)
+    state = t(M.STATUS_WITH_NOTE, status=status, note=t.text(res.note)) if res.note else t(M.STATUS, status=status)
     parts = [
-        f"<h1>{e(t(M.FEEDBACK_TITLE, lab=lab.lab, student=res['student']))}</h1>",
+        f"<h1>{e(t(M.FEEDBACK_TITLE, lab=lab.lab, student=res.student))}</h1>",
         f"<p><strong>{e(t(M.POINTS, total=f'{total:g}', maximum=f'{maximum:g}'))}</strong> "
         f"{e(t(M.AUTOGRADED_AND_BY_HAND if entered else M.AUTOGRADED))} {e(state)}</p>",
     ]
-    if res["status"] in ("malformed", "ambiguous", "duplicate", "wrong_lab"):
+    if res.status in ("malformed", "ambiguous", "duplicate", "wrong_lab"):
         parts.append(f"<p>{e(t(M.NOT_GRADABLE))}</p>")
     parts.append(f"<table><tr><th>{e(t(M.EXERCISE))}</th><th>{e(t(M.POINTS_HEADER))}</th><th>{e(t(M.FOUND))}</th></tr>")
     for gid in lab.order:
         spec_item = lab.spec.item(gid)
         title = getattr(spec_item, "title", "")
         name = t.text(title) if title else getattr(spec_item, "function", "") or gid
-        if gid in res["items"]:
-            r = res["items"][gid]
-            cls = "pass" if r["points"] == r["max"] else "fail"
+        if gid in res.items:
+            r = res.items[gid]
+            cls = "pass" if r.points == r.max else "fail"
             desc = t.text(getattr(spec_item, "describe", ""))
-            lines = "".join(f"<li>{e(t.text(line))}</li>" for line in r["lines"])
+            lines = "".join(f"<li>{e(t.text(line))}</li>" for line in r.lines)
             parts.append(
                 f"<tr><td><code>{e(name)}</code><br><small>{e(desc)}</small></td>"
-                f'<td class="{cls}">{r["points"]:g} / {r["max"]:g}</td><td><ul>{lines}</ul></td></tr>'
+                f'<td class="{cls}">{r.points:g} / {r.max:g}</td><td><ul>{lines}</ul></td></tr>'
             )
         elif gid in entered:
             parts.append(
@@ -125,16 +130,17 @@ def feedback_html(res: dict, lab: Lab, entered: dict[str, float], t: Translator 
                 f"<td>{e(t(M.BY_HAND))}</td></tr>"
             )
         else:
-            note = M.BY_HAND_NOT_YET if gid in res.get("answers", {}) or res["status"] == "graded" else M.NOT_GRADED
+            note = M.BY_HAND_NOT_YET if gid in res.answers or res.status == "graded" else M.NOT_GRADED
             parts.append(f"<tr><td>{e(name)}</td><td>– / {float(spec_item.points):g}</td><td>{e(t(note))}</td></tr>")
     parts.append("</table>")
-    if res.get("cell_errors"):
-        items = "".join(f"<li><code>{e(t.text(c))}</code></li>" for c in res["cell_errors"])
+    if res.cell_errors:
+        items = "".join(f"<li><code>{e(t.text(c))}</code></li>" for c in res.cell_errors)
         parts.append(f"<h2>{e(t(M.CELL_ERRORS))}</h2><ul>{items}</ul><p>{e(t(M.CELL_ERRORS_WHY))}</p>")
-    return _page(f"{lab.lab}: {res['student']}", "\n".join(parts), t)
+    return _page(f"{lab.lab}: {res.student}", "\n".join(parts), t)
 
 
-def manual_html(lab: Lab, gid: str, results: list[dict], manual: dict, t: Translator = EN) -> str:
+def manual_html(lab: Lab, gid: str, results: list[Result] | list[dict], manual: dict, t: Translator = EN) -> str:
+    results = [Result.of(r) for r in results]
     e = html.escape
     item = lab.spec.item(gid)
     parts = [
@@ -145,13 +151,13 @@ def manual_html(lab: Lab, gid: str, results: list[dict], manual: dict, t: Transl
         f"<th>{e(t(M.ENTERED))}</th></tr>",
     ]
     for res in results:
-        ans = res.get("answers", {}).get(gid)
+        ans = res.answers.get(gid)
         text = t(M.NO_ANSWER_FOUND) if ans is None else ans.strip() or t(M.EMPTY_ANSWER)
         if text.strip() == "YOUR ANSWER HERE":
             text = t(M.NOT_ANSWERED)
-        got = manual.get(res["student"], {}).get(gid)
+        got = manual.get(res.student, {}).get(gid)
         parts.append(
-            f'<tr><td>{e(res["student"])}</td><td><div class="answer">{e(text)}</div></td>'
+            f'<tr><td>{e(res.student)}</td><td><div class="answer">{e(text)}</div></td>'
             f"<td>{'' if got is None else f'{got:g}'}</td></tr>"
         )
     parts.append("</table>")
@@ -170,10 +176,11 @@ def _question(lab: Lab, gid: str, t: Translator) -> str:
     return lab.prompts.get(gid, "")
 
 
-def summary_html(lab: Lab, results: list[dict], run: dict, manual: dict, t: Translator = EN) -> str:
+def summary_html(lab: Lab, results: list[Result] | list[dict], run: dict, manual: dict, t: Translator = EN) -> str:
+    results = [Result.of(r) for r in results]
     e = html.escape
     n = len(results)
-    statuses = Counter(r["status"] for r in results)
+    statuses = Counter(r.status for r in results)
     sandbox = run["sandbox"] if run["sandbox"] != "none" else t(M.NO_SANDBOX)
     counts = ", ".join(t(M.STATUS_COUNT, status=t.status(k), count=v) for k, v in sorted(statuses.items()))
     head = [M.ITEM, M.POINTS_HEADER, M.FULL_MARKS, M.MEAN, M.COMMON_FAILURE]
@@ -192,12 +199,12 @@ def summary_html(lab: Lab, results: list[dict], run: dict, manual: dict, t: Tran
                 f"<td>{e(t(M.N_ENTERED, n=len(entered)))}</td><td>{mean}</td><td></td></tr>"
             )
             continue
-        pts = [r["items"][gid]["points"] if gid in r["items"] else 0.0 for r in results]
+        pts = [r.items[gid].points if gid in r.items else 0.0 for r in results]
         full = sum(p == float(item.points) for p in pts)
         reasons = Counter()
         for r in results:
-            if gid in r["items"] and r["items"][gid]["points"] < r["items"][gid]["max"]:
-                lines = r["items"][gid]["lines"]
+            if gid in r.items and r.items[gid].points < r.items[gid].max:
+                lines = r.items[gid].lines
                 reasons[_reason(lines[1] if len(lines) > 1 else lines[0], t)[:120]] += 1
         common = reasons.most_common(1)[0] if reasons else None
         parts.append(
@@ -209,9 +216,9 @@ def summary_html(lab: Lab, results: list[dict], run: dict, manual: dict, t: Tran
         f"<th>{e(t(M.STATUS_HEADER))}</th></tr>"
     )
     for r in results:
-        total, maximum = totals(r, lab, manual.get(r["student"], {}))
+        total, maximum = totals(r, lab, manual.get(r.student, {}))
         parts.append(
-            f"<tr><td>{e(r['student'])}</td><td>{total:g} / {maximum:g}</td><td>{e(t.status(r['status']))}</td></tr>"
+            f"<tr><td>{e(r.student)}</td><td>{total:g} / {maximum:g}</td><td>{e(t.status(r.status))}</td></tr>"
         )
     parts.append("</table>")
     return _page(t(M.SUMMARY_PAGE_TITLE, lab=lab.lab), "\n".join(parts), t)
@@ -234,45 +241,45 @@ def _file_name(student: str) -> str:
     return safe
 
 
-def write_all(out: Path, lab: Lab, results: list[dict], run: dict, lang: str = "en") -> None:
+def write_all(out: Path, lab: Lab, results: list[Result] | list[dict], run: dict, lang: str = "en") -> None:
+    results = [Result.of(r) for r in results]
     t = translator(lang)
     manual = manual_scores(out, lab)
     write_csv(out, lab, results, manual)
     for res in results:
         write_atomic(
-            out / "feedback" / f"{_file_name(res['student'])}.html",
-            feedback_html(res, lab, manual.get(res["student"], {}), t),
+            out / "feedback" / f"{_file_name(res.student)}.html",
+            feedback_html(res, lab, manual.get(res.student, {}), t),
         )
     for m in lab.spec.manual:
         write_atomic(out / "manual" / f"{m.grade_id}.html", manual_html(lab, m.grade_id, results, manual, t))
     write_atomic(out / "summary.html", summary_html(lab, results, run, manual, t))
 
 
-def gradescope_json(res: dict, lab: Lab, note: str = "", t: Translator = EN) -> str:
+def gradescope_json(res: Result | dict, lab: Lab, note: str = "", t: Translator = EN) -> str:
     """Gradescope's results.json for one submission (autograded items; written answers are graded there by hand)."""
+    res = Result.of(res)
     tests = []
     for gid in lab.order:
-        if gid not in res["items"]:
+        if gid not in res.items:
             continue
-        r = res["items"][gid]
+        r = res.items[gid]
         tests.append(
             {
                 "name": gid,
-                "score": r["points"],
-                "max_score": r["max"],
-                "output": "\n".join(t.text(line) for line in r["lines"]),
-                "status": "passed" if r["points"] == r["max"] else "failed",
+                "score": r.points,
+                "max_score": r.max,
+                "output": "\n".join(t.text(line) for line in r.lines),
+                "status": "passed" if r.points == r.max else "failed",
                 "visibility": "visible",
             }
         )
-    status = t.status(res["status"])
+    status = t.status(res.status)
     out = [
-        t(M.GS_STATUS_WITH_NOTE, status=status, note=t.text(res["note"]))
-        if res.get("note")
-        else t(M.GS_STATUS, status=status)
+        t(M.GS_STATUS_WITH_NOTE, status=status, note=t.text(res.note)) if res.note else t(M.GS_STATUS, status=status)
     ]
-    if res.get("cell_errors"):
-        out += [t(M.GS_CELL_ERRORS), *(t.text(c) for c in res["cell_errors"])]
+    if res.cell_errors:
+        out += [t(M.GS_CELL_ERRORS), *(t.text(c) for c in res.cell_errors)]
     if lab.spec.manual:
         out.append(t(M.GS_BY_HAND, grade_ids=", ".join(m.grade_id for m in lab.spec.manual)))
     if note:

@@ -1,10 +1,10 @@
-"""Starting the sandboxed workers: bubblewrap, the filesystem a submission sees, the unprivileged uid.
+"""The grader's end of the sandbox: the lib a worker sees, its unprivileged uids, and the worker process itself.
 
-A worker (``child.py``) is started once per parallel job inside its own bubblewrap sandbox: new PID, network,
-IPC and UTS namespaces, no network, read-only binds of the Python runtime and the installed packages only,
-a private ``/tmp``, and a copy of ``qkv`` without the grader. As root, the worker keeps only CAP_SETUID,
-CAP_SETGID and CAP_KILL, and each child it forks switches to the job's own uid (``uid_base() + job``) before
-running anything of the student's, so RLIMIT_NPROC holds and no child can touch the worker.
+Layer: grader side, above ``bwrap`` and ``protocol``; imports the standard library, ``protocol`` and ``bwrap`` (it
+starts the sandbox side as a program, never imports it). A worker (``worker.py``) is started once per parallel job,
+in its own bubblewrap sandbox (``bwrap.py``) or, with ``--no-sandbox``, as a plain process. As root, each child it
+forks switches to the job's own uid (``uid_base() + job``) before running anything of the student's, so RLIMIT_NPROC
+holds and no child can touch the worker.
 """
 
 from __future__ import annotations
@@ -14,18 +14,21 @@ import fcntl
 import json
 import os
 import pickle
-import select
 import shutil
-import struct
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 from pathlib import Path
 
-BASE_UID = 61000  # children run as uid uid_base() + job index (no such user needs to exist)
+from .bwrap import BWRAP_HINT, INSIDE, bwrap_command, bwrap_path, python_executable
+from .protocol import read_frame, write_frame
 
+BASE_UID = 61000  # children run as uid uid_base() + job index (no such user needs to exist)
+# The sandbox side of the grader, copied as the package qkv_grader next to the copy of qkv: each of these modules
+# imports only the standard library and the others (tests/grading/test_layers.py checks it).
+INSIDE_PACKAGE = "qkv_grader"
+INSIDE_MODULES = ("protocol", "tripwires", "limits", "child", "worker")
 
 UID_BLOCKS = 4096  # blocks of 64 uids each, one per grader process
 # (block, its locked file descriptor): held, and so reserved, until this process ends
@@ -58,12 +61,6 @@ def uid_base() -> int:
     return BASE_UID + _held_block[0][0] * 64
 
 
-BWRAP_HINT = (
-    "bubblewrap (bwrap) is required to grade untrusted notebooks safely. Install it with "
-    "`sudo apt-get install bubblewrap` (Debian/Ubuntu; `make system` does it), `sudo dnf install bubblewrap` "
-    "(Fedora). On macOS there is no bubblewrap: grade on Linux (or in Docker), or pass --no-sandbox to run "
-    "the submissions with resource limits only."
-)
 PRELOAD = [
     "matplotlib.pyplot",
     "ipywidgets",
@@ -117,151 +114,33 @@ class SandboxError(RuntimeError):
     pass
 
 
-def bwrap_path() -> str | None:
-    """The bubblewrap binary (``QKV_BWRAP`` overrides the lookup; tests use it to simulate a missing one)."""
-    override = os.environ.get("QKV_BWRAP")
-    if override is not None:
-        return override if override and os.access(override, os.X_OK) else None
-    return shutil.which("bwrap")
-
-
-def bwrap_works(bwrap: str) -> tuple[bool, str]:
-    """Whether bubblewrap can create its namespaces here (it cannot in some containers, e.g. Gradescope's)."""
-    cmd = bwrap_command(bwrap, Path("/usr"), program=["/usr/bin/env", "true"])  # the very flags a worker gets
-    try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return False, str(err)
-    return done.returncode == 0, done.stderr.strip()
-
-
-def _runtime_roots() -> list[str]:
-    """Folders the Python runtime and the installed packages live in (bound read-only into the sandbox)."""
-    roots = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        roots.add(sysconfig.get_paths()[key])
-    roots = {os.path.realpath(r) for r in roots if r and os.path.exists(r)}
-    keep = []
-    for r in sorted(roots):
-        if r == "/" or r.startswith("/usr/") or r == "/usr":
-            continue
-        if not any(r.startswith(k.rstrip("/") + "/") for k in keep):
-            keep.append(r)
-    return keep
-
-
-def python_executable() -> str:
-    """This interpreter by a path that exists inside the sandbox: its folder resolved (a virtual environment
-    reached through a symbolic link is bound under its real path), its name kept (so the venv stays active)."""
-    return os.path.join(os.path.realpath(os.path.dirname(sys.executable)), os.path.basename(sys.executable))
-
-
 def make_lib(course_src: Path, dest: Path) -> Path:
-    """A copy of ``qkv`` (without the grader, its specs or the solutions) plus ``child.py``: all a sandbox sees of ours."""
+    """All a sandbox sees of ours: a copy of ``qkv`` without the grader (its specs hold the references), and the
+    sandbox side of the grader as the package INSIDE_PACKAGE."""
     lib = dest / "lib"
     shutil.copytree(
         course_src,
         lib / "qkv",
         ignore=shutil.ignore_patterns("grading", "__pycache__", "*.pyc", "*.egg-info"),
     )
-    shutil.copy(Path(__file__).with_name("child.py"), lib / "qkv_grader_child.py")
+    package = lib / INSIDE_PACKAGE
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        '"""The sandbox side of the qkv grader (a copy made by qkv.grading.sandbox)."""\n'
+    )
+    for name in INSIDE_MODULES:
+        shutil.copy(Path(__file__).with_name(f"{name}.py"), package / f"{name}.py")
     for p in [lib, *lib.rglob("*")]:
         p.chmod(0o755 if p.is_dir() else 0o644)
     dest.chmod(0o755)
     return lib
 
 
-def bwrap_command(bwrap: str, lib: Path, program: list[str] | None = None) -> list[str]:
-    cmd = [
-        bwrap,
-        "--unshare-ipc",
-        "--unshare-pid",
-        "--unshare-net",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--die-with-parent",
-        "--new-session",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--tmpfs",
-        "/tmp",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-    ]
-    for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
-        p = Path("/") / top
-        if p.is_symlink():
-            cmd += ["--symlink", os.readlink(p), f"/{top}"]
-        elif p.is_dir():
-            cmd += ["--ro-bind", str(p), f"/{top}"]
-    for etc in (
-        "/etc/ld.so.cache",
-        "/etc/ld.so.conf",
-        "/etc/ld.so.conf.d",
-        "/etc/alternatives",
-        "/etc/fonts",
-        "/etc/localtime",
-    ):
-        if os.path.exists(etc):
-            cmd += ["--ro-bind", etc, etc]
-    made = {"/", "/usr", "/tmp", "/proc", "/dev", "/etc", "/opt"}
-    for root in _runtime_roots():
-        # bubblewrap creates a bind's missing parent folders mode 0700: the unprivileged child could not
-        # enter them and would see only the modules the worker imported. Make them 0755 first (they hold
-        # nothing but the read-only binds below).
-        for parent in reversed(Path(root).parents):
-            if str(parent) not in made:
-                made.add(str(parent))
-                cmd += ["--perms", "0755", "--dir", str(parent)]
-        cmd += ["--ro-bind", root, root]
-    cmd += ["--ro-bind", str(lib), "/opt/qkv-grader", "--chdir", "/tmp"]
-    if os.geteuid() == 0:
-        cmd += [
-            "--cap-drop",
-            "ALL",
-            "--cap-add",
-            "CAP_SETUID",
-            "--cap-add",
-            "CAP_SETGID",
-            "--cap-add",
-            "CAP_KILL",
-            "--cap-add",
-            "CAP_CHOWN",
-        ]
-    cmd += [
-        "--clearenv",
-        "--setenv",
-        "HOME",
-        "/tmp",
-        "--setenv",
-        "PATH",
-        "/usr/bin:/bin",
-        "--setenv",
-        "MPLCONFIGDIR",
-        "/tmp",
-        "--setenv",
-        "LANG",
-        "C.UTF-8",
-    ]
-    cmd += program or [python_executable(), "-I", "-B", "/opt/qkv-grader/qkv_grader_child.py"]
-    return cmd
-
-
-def _read_exact(stream, n: int, deadline: float) -> bytes:
-    fd = stream.fileno()
-    buf = bytearray()
-    while len(buf) < n:
-        left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            raise TimeoutError("the worker did not answer in time")
-        chunk = os.read(fd, n - len(buf))
-        if not chunk:
-            raise EOFError("the worker ended")
-        buf += chunk
-    return bytes(buf)
+def worker_program(python: str, lib: str) -> list[str]:
+    """The command line of a worker whose lib folder is at ``lib``. ``-I`` puts neither the environment nor the
+    current folder on ``sys.path``; the lib folder alone is added."""
+    boot = f"import sys; sys.path.insert(0, {lib!r}); from {INSIDE_PACKAGE}.worker import main; main()"
+    return [python, "-I", "-B", "-c", boot]
 
 
 class Worker:
@@ -273,11 +152,9 @@ class Worker:
         self.cfg = {
             "uid": uid_base() + index % 64,
             "drop": root,
-            "nproc": 64,
             "max_bytes": max_bytes,
             "preload": PRELOAD,
             "kill": "namespace" if sandbox else ("uid" if root else "group"),
-            "lib": "/opt/qkv-grader" if sandbox else str(lib),
             "tmp": "/tmp" if sandbox else None,
         }
         self.proc: subprocess.Popen | None = None
@@ -289,12 +166,12 @@ class Worker:
             bwrap = bwrap_path()
             if bwrap is None:
                 raise SandboxError(BWRAP_HINT)
-            cmd = bwrap_command(bwrap, self.lib)
+            cmd = bwrap_command(bwrap, self.lib, worker_program(python_executable(), INSIDE))
         else:
             self.tmp = tempfile.mkdtemp(prefix="qkv-grade-")
             os.chmod(self.tmp, 0o711)
             self.cfg["tmp"] = self.tmp
-            cmd = [sys.executable, "-I", "-B", str(self.lib / "qkv_grader_child.py")]
+            cmd = worker_program(sys.executable, str(self.lib))
         env = (
             None
             if self.sandbox
@@ -319,19 +196,20 @@ class Worker:
 
     def _send(self, payload: bytes) -> None:
         assert self.proc and self.proc.stdin
-        self.proc.stdin.write(struct.pack(">I", len(payload)) + payload)
-        self.proc.stdin.flush()
+        write_frame(self.proc.stdin.fileno(), payload)
 
     def _recv(self, deadline: float) -> bytes:
         assert self.proc and self.proc.stdout
-        (n,) = struct.unpack(">I", _read_exact(self.proc.stdout, 4, deadline))
-        return _read_exact(self.proc.stdout, n, deadline)
+        return read_frame(self.proc.stdout.fileno(), deadline)
 
     def run(self, job: dict) -> tuple[dict, bytes]:
         """Grade one job; a worker that dies or hangs is restarted and the job reported as crashed."""
-        if self.proc is None or self.proc.poll() is not None:
-            self.start()
         try:
+            if self.proc is None or self.proc.poll() is not None:
+                # An OSError here (fork refused on a busy machine: EAGAIN, ENOMEM; a sandbox that exits at once)
+                # is this job's failure, reported like a worker that died: before, it escaped as a grader error
+                # and left the result without its items.
+                self.start()
             self._send(pickle.dumps(job))
             deadline = time.monotonic() + job["timeout"] + 60
             header = json.loads(self._recv(deadline))
@@ -342,6 +220,7 @@ class Worker:
             return {"state": "worker", "signal": None, "exit": None, "wall": 0.0, "bytes": 0, "error": str(err)}, b""
 
     def stop(self) -> None:
+        """Close the worker's stdin (it exits at once on end of file) and wait for it; kill it if it lingers."""
         if self.proc is not None:
             try:
                 self.proc.stdin.close()  # type: ignore[union-attr]

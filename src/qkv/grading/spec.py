@@ -17,7 +17,10 @@ How one item is graded: the sandbox runs the student's cells, then calls ``funct
 arrays. The grader compares them with ``reference`` leaf by leaf (same nesting, same shapes, values within
 ``atol + rtol * |expected|``, NaN/inf only where the reference has them), then runs ``check`` if given.
 The item earns its points when every case matches and no forbidden callable was used; otherwise 0, like an
-nbgrader test cell. See ``specs/README.md`` for a walk-through.
+nbgrader test cell (``compare.py`` compares, ``scoring.py`` scores). See ``specs/README.md`` for a walk-through.
+
+Layer: grader side, the bottom; imports torch and the standard library, nothing of the grader; ``specs/<lab>.py``
+import it (adding a lab's spec is copying one file there).
 """
 
 from __future__ import annotations
@@ -25,14 +28,11 @@ from __future__ import annotations
 import hashlib
 import importlib
 import inspect
-import math
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 __all__ = [
@@ -44,11 +44,9 @@ __all__ = [
     "Item",
     "LabSpec",
     "Manual",
-    "compare",
     "item_generator",
     "load_spec",
     "randn",
-    "to_float64",
 ]
 
 # Callables that compute a softmax for the student (any route that PyTorch documents, and the library's).
@@ -177,25 +175,6 @@ def load_spec(lab: str) -> LabSpec:
     return spec
 
 
-def source_digest(folder: Path) -> str:
-    """SHA-256 over the paths and bytes of every ``.py`` file below ``folder``."""
-    h = hashlib.sha256()
-    for source in sorted(Path(folder).rglob("*.py")):
-        h.update(source.relative_to(folder).as_posix().encode() + b"\0" + source.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-def spec_fingerprint(lab: str) -> str:
-    """SHA-256 of everything besides the submission and the seed that decides a grade: the lab's spec, the shared
-    contracts, the comparison and grading code, and the library the references call (every source file of the
-    installed ``qkv``), with the versions of ``qkv`` and torch. Cached results from any other version are not reused."""
-    import qkv
-
-    importlib.import_module(f"qkv.grading.specs.{lab}")  # an unknown lab fails here, as before
-    parts = (lab, qkv.__version__, torch.__version__, source_digest(Path(qkv.__file__).parent))
-    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
-
-
 def item_generator(seed: int, grade_id: str) -> torch.Generator:
     """The generator an item's ``cases`` draw from: one recorded batch seed, one stream per item."""
     digest = hashlib.sha256(f"{seed}:{grade_id}".encode()).digest()
@@ -205,63 +184,3 @@ def item_generator(seed: int, grade_id: str) -> torch.Generator:
 def randn(g: torch.Generator, *shape: int, scale: float = 1.0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Standard normal draws of ``shape`` (times ``scale``) from ``g``."""
     return (scale * torch.randn(*shape, generator=g, dtype=torch.float64)).to(dtype)
-
-
-def to_float64(x: Any) -> Any:
-    """Floating tensors (nested in tuples, lists, dicts) copied to float64; everything else unchanged."""
-    if isinstance(x, torch.Tensor):
-        return x.detach().to(torch.float64).clone() if x.is_floating_point() else x.clone()
-    if isinstance(x, (tuple, list)):
-        return type(x)(to_float64(v) for v in x)
-    if isinstance(x, dict):
-        return {k: to_float64(v) for k, v in x.items()}
-    return x
-
-
-def to_leaves(x: Any) -> Any:
-    """The reference's output as nested lists of float64 numpy arrays (the form the sandbox sends back)."""
-    if isinstance(x, torch.Tensor):
-        return x.detach().to("cpu", torch.float64).numpy()
-    if isinstance(x, np.ndarray):
-        return x.astype(np.float64)
-    if isinstance(x, (bool, int, float)):
-        return np.asarray(float(x))
-    if isinstance(x, (tuple, list)):
-        return [to_leaves(v) for v in x]
-    raise TypeError(f"a reference must return tensors, numbers or tuples of them; got {type(x).__name__}")
-
-
-def _shape(a: np.ndarray) -> str:
-    return "(" + ", ".join(str(n) for n in a.shape) + ("," if a.ndim == 1 else "") + ")"
-
-
-def compare(got: Any, expected: Any, atol: float, rtol: float, where: str = "the result") -> str | None:
-    """None when ``got`` matches ``expected`` (nested lists of float64 arrays), else a message for the student."""
-    if isinstance(expected, list):
-        if not isinstance(got, list):
-            return f"{where} should be a tuple of {len(expected)} values; got a single value"
-        if len(got) != len(expected):
-            return f"{where} should be a tuple of {len(expected)} values; got {len(got)}"
-        for n, (g, e) in enumerate(zip(got, expected)):
-            msg = compare(g, e, atol, rtol, f"value {n + 1} of {where}")
-            if msg:
-                return msg
-        return None
-    if isinstance(got, list):
-        return f"{where} should be a single tensor; got a tuple of {len(got)} values"
-    if not isinstance(got, np.ndarray):
-        return f"{where} is not a tensor or a number"
-    if got.shape != expected.shape:
-        return f"{where} has shape {_shape(got)}; expected {_shape(expected)}"
-    fin_e, fin_g = np.isfinite(expected), np.isfinite(got)
-    if (fin_e & ~fin_g).any():
-        return f"{where} contains NaN or inf where the correct answer is finite (overflow? division by zero?)"
-    bad = ~np.isclose(got, expected, atol=atol, rtol=rtol, equal_nan=True)
-    if bad.any():
-        worst = float(np.nanmax(np.abs(np.where(bad, got - expected, 0.0))))
-        return f"{where} is wrong in {int(bad.sum())} of {bad.size} entries (largest error {worst:.3g})"
-    return None
-
-
-def is_close(a: float, b: float) -> bool:
-    return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)

@@ -20,6 +20,8 @@ Typical use, in ``tests/grading/test_spec_<lab>.py``::
 
 Every variant is graded in ONE sandboxed batch (the workers start once), so a dozen variants cost a few
 seconds. Sources are dedented, so they can be written indented inside the test.
+
+Layer: grader side, the top (above ``command``); may import any module of the grader; only tests import it.
 """
 
 from __future__ import annotations
@@ -30,7 +32,13 @@ import re
 import textwrap
 from pathlib import Path
 
-from .grader import run_batch
+from . import sandbox
+from .batch import grade_entry
+from .command import run_batch
+from .lab import load_lab
+from .results import Result
+from .scoring import prepare
+from .submissions import Entry
 
 __all__ = [
     "COURSE",
@@ -110,7 +118,7 @@ def grade_notebooks(
     memory: int = 2048,
     use_sandbox: bool = True,
     call_timeout: float | None = None,
-) -> dict[str, dict]:
+) -> dict[str, Result]:
     """Grade ``{student: notebook}`` (a parsed notebook, JSON text or raw bytes) in one batch; results by student."""
     subs = Path(tmp_path) / "submissions"
     subs.mkdir(parents=True, exist_ok=True)
@@ -130,7 +138,7 @@ def grade_notebooks(
         call_timeout=call_timeout,
         log=lambda *a, **k: None,
     )
-    return {r["student"]: r for r in results}
+    return {r.student: r for r in results}
 
 
 def grade_across_labs(
@@ -141,12 +149,9 @@ def grade_across_labs(
     seed: int = 1234,
     timeout: float = 120,
     memory: int = 2048,
-) -> dict[tuple[str, str], dict]:
+) -> dict[tuple[str, str], Result]:
     """Grade ``(lab, student, notebook bytes)`` triples of several labs with ONE sandboxed worker (it is
     lab-agnostic: a job carries its cells and cases), so a test over every lab starts one worker, not one per lab."""
-    from . import sandbox
-    from .grader import Entry, grade_entry, load_lab, prepare
-
     tmp_path = Path(tmp_path)
     lib = sandbox.make_lib(Path(__file__).resolve().parent.parent, tmp_path / "sandbox-lib")
     worker = sandbox.Worker(0, lib, sandbox=True, log=tmp_path / "worker.log")
@@ -162,15 +167,15 @@ def grade_across_labs(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
             results[(lab, student)] = grade_entry(
-                Entry(student, path), info, prepared, worker, {"timeout": timeout, "memory": memory}
+                Entry(student, path), info, prepared, worker, timeout=timeout, memory=memory
             )
     finally:
         worker.stop()
     return results
 
 
-def points(result: dict) -> dict[str, float]:
-    return {gid: r["points"] for gid, r in result["items"].items()}
+def points(result: Result) -> dict[str, float]:
+    return {gid: r.points for gid, r in result.items.items()}
 
 
 def check_spec(
@@ -180,9 +185,10 @@ def check_spec(
     tmp_path: Path,
     *,
     course: Path = COURSE,
-) -> dict[str, dict]:
-    """Assert: the solution gets every autograded point; each bug loses (at least) the points of the items it
-    names; each alternative keeps every point. Returns the results by variant name."""
+) -> dict[str, Result]:
+    """Assert: the solution gets every autograded point; each bug loses the points of exactly the items it
+    names (one bug costs its own item, not the later ones that call the buggy function); each alternative keeps
+    every point. Returns the results by variant name."""
     base = solution_notebook(lab, course)
     variants: dict[str, dict] = {"solution": base}
     for function, source, _ in bugs.values():
@@ -192,41 +198,40 @@ def check_spec(
         for function, source in replacements.items():
             nb = with_function(nb, function, source)
         variants[f"alt-{len(variants):02d}"] = nb
-    results = grade_notebooks(lab, variants, tmp_path, course=course)
+    results = {k: Result.of(r) for k, r in grade_notebooks(lab, variants, tmp_path, course=course).items()}
     names = ["solution", *bugs, *alternatives]
     by_name = dict(zip(names, (results[k] for k in variants)))
-    full = {gid: r["max"] for gid, r in results["solution"]["items"].items()}
-    assert results["solution"]["status"] == "graded", results["solution"]
+    full = {gid: r.max for gid, r in results["solution"].items.items()}
+    assert results["solution"].status == "graded", results["solution"]
     missing = [
-        f"{name} (status {res['status']}: {res.get('note', '')})"
+        f"{name} (status {res.status}: {res.note})"
         for name, res in by_name.items()
-        if res["status"] == "graded" and set(res["items"]) != set(full)
+        if res.status == "graded" and set(res.items) != set(full)
     ]
     assert not missing, f"graded without a result for every item: {missing}"
-    assert points(results["solution"]) == full, f"the solution itself loses points: {results['solution']['items']}"
+    assert points(results["solution"]) == full, f"the solution itself loses points: {results['solution'].items}"
     problems = []
     for name, (_, _, losing) in bugs.items():
         got = points(by_name[name])
         lost = {gid for gid in full if got.get(gid, 0.0) < full[gid]}
-        if not losing <= lost:
+        if lost != losing:
             res = by_name[name]
             problems.append(
-                f"bug {name!r} should lose {sorted(losing)} but lost only {sorted(lost)} (status "
-                f"{res['status']}{': ' + res['note'] if res.get('note') else ''})"
+                f"bug {name!r} should lose {sorted(losing)} but lost {sorted(lost)} (status "
+                f"{res.status}{': ' + res.note if res.note else ''})"
             )
-        for gid in lost - losing:
-            # a bug may break a later item that calls the buggy function; only report unexpected losses as info
-            by_name[name].setdefault("also_lost", []).append(gid)
     for name in alternatives:
         got = points(by_name[name])
         if got != full:
             res = by_name[name]
             lines = {
-                gid: res["items"].get(gid, {}).get("lines", "no result") for gid in full if got.get(gid) != full[gid]
+                gid: res.items[gid].lines if gid in res.items else "no result"
+                for gid in full
+                if got.get(gid) != full[gid]
             }
             problems.append(
-                f"correct alternative {name!r} lost points (status {res['status']}"
-                f"{': ' + res['note'] if res.get('note') else ''}): {lines}"
+                f"correct alternative {name!r} lost points (status {res.status}"
+                f"{': ' + res.note if res.note else ''}): {lines}"
             )
     assert not problems, "\n".join(problems)
     return by_name

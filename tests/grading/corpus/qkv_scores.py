@@ -96,8 +96,8 @@ CORPUS = {
             return w @ v, w
         """
         },
-        lose={ROWS, AGREE},
-        why="scaled by d_k: the rows no longer agree with the columns either",
+        lose={ROWS},
+        why="scaled by d_k: the columns are right, so the disagreement is the row item's loss only",
     ),
     "rows_softmax_over_queries": Sub(
         {
@@ -107,7 +107,7 @@ CORPUS = {
             return w @ v, w
         """
         },
-        lose={ROWS, AGREE},
+        lose={ROWS},
     ),
     "both_without_scale": Sub(
         {
@@ -132,7 +132,7 @@ CORPUS = {
             return V @ torch.softmax(A, dim=1)
         """
         },
-        lose={COLS, AGREE},
+        lose={COLS},
     ),
     "columns_calls_library": Sub(
         {
@@ -141,7 +141,38 @@ CORPUS = {
             return qkv.column_attention(Q, K, V)
         """
         },
-        lose={COLS, AGREE},
-        why="a forbidden ready-made column attention",
+        lose={COLS},
+        why="a forbidden ready-made column attention (it agrees with the rows: the agreement point stays)",
+    ),
+    "columns_through_buggy_rows": Sub(
+        {
+            "attention_rows": """
+            def attention_rows(q, k, v):
+                w = torch.softmax(score_matrix_rows(q, k) / q.shape[-1], dim=-1)
+                return w @ v, w
+            """,
+            "attention_columns": """
+            def attention_columns(Q, K, V):
+                out, _ = attention_rows(Q.T, K.T, V.T)  # the row form, transposed
+                return out.T
+            """,
+        },
+        lose={ROWS},
+        why="one bug in the rows, which the columns reuse: graded with a correct attention_rows, the columns pass",
+    ),
+    "both_wrong_differently": Sub(
+        {
+            "attention_rows": """
+            def attention_rows(q, k, v):
+                w = torch.softmax(score_matrix_rows(q, k) / q.shape[-1], dim=-1)
+                return w @ v, w
+            """,
+            "attention_columns": """
+            def attention_columns(Q, K, V):
+                return V @ torch.softmax(K.T @ Q, dim=0)
+            """,
+        },
+        lose={ROWS, COLS, AGREE},
+        why="rows scaled by d_k, columns unscaled: two bugs, and the two forms disagree",
     ),
 }

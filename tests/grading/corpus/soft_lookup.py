@@ -83,6 +83,27 @@ CORPUS = {
         why="normalise first, then a dot product",
     ),
     # --- classic bugs: 0 on their own item only -----------------------------------------------------------
+    "dot_scaled_by_d": Sub(
+        {
+            "dot_scores": """
+        def dot_scores(query, keys):
+            return keys @ query / query.shape[0]
+        """
+        },
+        lose={"test_dot_scores"},
+        why="cosine_scores and soft_lookup call it, and are graded with a correct dot_scores",
+    ),
+    "softmax_no_max_subtraction": Sub(
+        {
+            "stable_softmax": """
+        def stable_softmax(scores):
+            e = torch.exp(scores)
+            return e / e.sum(dim=-1, keepdim=True)
+        """
+        },
+        lose={"test_stable_softmax"},
+        why="overflows at +-1e4; soft_lookup is graded with a correct stable_softmax",
+    ),
     "cosine_without_query_norm": Sub(
         {
             "cosine_scores": """

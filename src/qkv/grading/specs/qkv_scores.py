@@ -1,10 +1,15 @@
 """Grading spec for the lab ``qkv_scores``: Q/K/V projections and attention in the row and column conventions.
 
-Five autograded items and one written answer. ``test_conventions_agree`` grades only that the two
-functions agree with each other (their correctness is graded by the two items before it). Every case uses ``L != S`` and ``d_k != d_v`` (so a missing
-transpose or a swapped output changes a shape) and ``d_k`` of 16 or 64 (so scaling by ``d_k`` or not at all
-changes the values); one case per attention item has large scores. ``torch.softmax`` is allowed in this lab
-(the students built it in ``soft_lookup``); the attention functions of the library and PyTorch are not.
+Five autograded items and one written answer; one bug costs one item. The attention items run with a correct
+``score_matrix_rows`` and ``attention_rows`` in place of the student's. ``test_conventions_agree`` grades only
+that the two functions agree with each other (their correctness is graded by the two items before it): it
+forbids nothing (those items judge the calls), and a difference that one of the two causes alone is charged to
+that function's item only, so it costs this point only when both are wrong and still disagree.
+
+Every case uses ``L != S`` and ``d_k != d_v`` (so a missing transpose or a swapped output changes a shape) and
+``d_k`` of 16 or 64 (so scaling by ``d_k`` or not at all changes the values); one case per attention item has
+large scores. ``torch.softmax`` is allowed in this lab (the students built it in ``soft_lookup``); the
+attention functions of the library and PyTorch are not.
 """
 
 from __future__ import annotations
@@ -63,19 +68,27 @@ def rows_cases(g: torch.Generator) -> list[Case]:
     ]
 
 
-def rows_with_true_scores(attention_rows, q, k, v):
-    """Runs in the sandbox: the student's attention with a correct ``score_matrix_rows`` in place of theirs (an
-    error in exercise 2 costs exercise 2 only)."""
+def with_true_parts(function, *args):
+    """Runs in the sandbox: the student's attention with a correct ``score_matrix_rows`` and ``attention_rows`` in
+    place of theirs (an error in one exercise costs that exercise only; ``attention_columns`` may be written
+    through ``attention_rows``)."""
+    import math
+
+    import torch
 
     def score_matrix_rows(q, k):
         return q @ k.T  # (L, S)
 
-    helpers = {"score_matrix_rows": score_matrix_rows}
-    scope = attention_rows.__globals__
+    def attention_rows(q, k, v):
+        weights = torch.softmax(score_matrix_rows(q, k) / math.sqrt(q.shape[-1]), dim=-1)  # (L, S)
+        return weights @ v, weights  # (L, d_v), (L, S)
+
+    helpers = {"score_matrix_rows": score_matrix_rows, "attention_rows": attention_rows}
+    scope = function.__globals__
     saved = {name: scope[name] for name in helpers if name in scope}
     scope.update(helpers)
     try:
-        return attention_rows(q, k, v)
+        return function(*args)
     finally:
         for name in helpers:
             scope.pop(name, None)
@@ -111,10 +124,38 @@ def agree_cases(g: torch.Generator) -> list[Case]:
 
 
 def both_conventions(attention_columns, q, k, v):
-    """Runs in the sandbox: the student's column form on the transposes minus their row form transposed."""
-    attention_rows = attention_columns.__globals__["attention_rows"]
-    out_rows, _ = attention_rows(q, k, v)  # (L, d_v)
-    out_cols = attention_columns(q.T, k.T, v.T)  # (d_v, L)
+    """Runs in the sandbox: the student's column form on the transposes minus their row form transposed, zero
+    when they agree. A difference that one of the two functions causes alone (the other one is right) is that
+    function's item's loss, not this one's: then it returns zero too."""
+    import math
+
+    import torch
+
+    def run(function, *args):
+        try:
+            return function(*args), None
+        except Exception as err:  # a failing function is its own item's loss, unless the other one fails too
+            return None, err
+
+    def right(out, true):
+        return (
+            isinstance(out, torch.Tensor)
+            and tuple(out.shape) == tuple(true.shape)
+            and torch.allclose(out.double(), true, atol=1e-5, rtol=1e-4)
+        )
+
+    scores = q.double() @ k.double().T / math.sqrt(q.shape[-1])  # (L, S)
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    true = (e / e.sum(dim=-1, keepdim=True)) @ v.double()  # (L, d_v)
+    out_cols, err = run(attention_columns, q.T, k.T, v.T)  # (d_v, L)
+    if right(out_cols, true.T):
+        return torch.zeros(tuple(true.T.shape), dtype=q.dtype)
+    rows, rows_err = run(attention_columns.__globals__.get("attention_rows"), q, k, v)
+    out_rows = rows[0] if isinstance(rows, (tuple, list)) and rows else rows  # (L, d_v)
+    if right(out_rows, true):
+        return torch.zeros(tuple(true.T.shape), dtype=q.dtype)
+    if err or rows_err:
+        raise err or rows_err
     if tuple(out_cols.shape) != tuple(out_rows.T.shape):
         raise ValueError(f"shapes: columns {tuple(out_cols.shape)}, rows transposed {tuple(out_rows.T.shape)}")
     return out_cols - out_rows.T  # (d_v, L): zero when the two conventions agree
@@ -154,7 +195,7 @@ SPEC = LabSpec(
             rows_cases,
             rows_reference,
             forbid=FORBID,
-            call=rows_with_true_scores,
+            call=with_true_parts,
             describe="(out, weights) of softmax(q k^T / sqrt(d_k)) v, softmax along each row",
         ),
         Item(
@@ -164,6 +205,7 @@ SPEC = LabSpec(
             columns_cases,
             columns_reference,
             forbid=FORBID,
+            call=with_true_parts,
             describe="O = V softmax(K^T Q / sqrt(d_k)) with the softmax down each column, shape (d_v, L)",
         ),
         Item(
@@ -172,7 +214,6 @@ SPEC = LabSpec(
             "attention_columns",
             agree_cases,
             agree_reference,
-            forbid=FORBID,
             call=both_conventions,
             title="the two conventions agree",
             describe="attention_columns on the transposed inputs equals attention_rows' output transposed",

@@ -10,7 +10,8 @@ Four autograded items and one written answer.
   float64, with no mask, a causal mask, a padding mask and a local mask. A missing positional encoding, a
   post-norm block, an ignored or inverted mask and a head split without the transpose all change the values.
 * ``train_reversal`` is graded on what training achieves, in the grader's own run: the sandbox calls the
-  student's function on fresh weights with a seed drawn from the batch seed (80 steps, about a second on one
+  student's function (with a correct ``tiny_forward`` and its parts in place of the student's, as for the block
+  and the model: one bug costs one item) on fresh weights with a seed drawn from the batch seed (80 steps, about a second on one
   CPU thread) and sends the trained weights back; the grader loads them into the library's model and measures
   the accuracy on 512 fresh sequences, which must reach ``THRESHOLD``. The solution reaches 1.00 (0.997 or
   more over the seeds tried). Training inside the grader is cheap enough at this size, so the item checks
@@ -74,8 +75,9 @@ def _block_params(g: torch.Generator, d_model, num_heads, d_ff) -> dict:
 
 
 def with_true_parts(function, *args, **kwargs):
-    """Runs in the sandbox: the student's block or model with a correct ``layer_norm`` and ``encoder_block`` in
-    place of theirs (an error in one exercise costs that exercise only)."""
+    """Runs in the sandbox: the student's block, model or training with a correct ``layer_norm``, ``encoder_block``
+    and ``tiny_forward`` in place of theirs (an error in one exercise costs that exercise only). Training (its
+    first argument is the weights p, trained in place) sends back the losses and the trained weights."""
     import torch
 
     import qkv
@@ -94,16 +96,34 @@ def with_true_parts(function, *args, **kwargs):
         h = layer_norm(x, p["norm2.weight"], p["norm2.bias"])
         return x + linear(torch.relu(linear(h, "linear1")), "linear2")
 
-    helpers = {"layer_norm": layer_norm, "encoder_block": encoder_block}
+    def tiny_forward(tokens, p, num_heads, mask=None):
+        embed = p["embed.weight"]  # (V, d_model)
+        h = embed[tokens] + qkv.sinusoidal_positional_encoding(tokens.shape[-1], embed.shape[1])  # (B, L, d_model)
+        for layer in sorted({name.split(".")[1] for name in p if name.startswith("layers.")}, key=int):
+            prefix = f"layers.{layer}."
+            h = encoder_block(h, {n[len(prefix) :]: t for n, t in p.items() if n.startswith(prefix)}, num_heads, mask)
+        h = layer_norm(h, p["final_norm.weight"], p["final_norm.bias"])
+        return h @ p["head.weight"].T + p["head.bias"]  # (B, L, V)
+
+    helpers = {"layer_norm": layer_norm, "encoder_block": encoder_block, "tiny_forward": tiny_forward}
     scope = function.__globals__
     saved = {name: scope[name] for name in helpers if name in scope}
     scope.update(helpers)
     try:
-        return function(*args, **kwargs)
+        if not isinstance(args[0], dict):
+            return function(*args, **kwargs)
+        torch.set_num_threads(1)  # tiny tensors: one thread is fastest, and jobs run side by side
+        p = {name: t.clone() for name, t in args[0].items()}
+        steps = args[3]
+        losses = function(p, *args[1:], **kwargs)
     finally:
         for name in helpers:
             scope.pop(name, None)
         scope.update(saved)
+    if len(losses) != steps or not all(isinstance(v, float) for v in losses):
+        raise TypeError(f"return a list of {steps} losses as Python floats (use loss.item()); got {losses!r:.100}")
+    weights = [p[name].detach().clone() for name in sorted(p)]
+    return [torch.tensor(list(losses), dtype=torch.float64)] + [weights[i : i + 8] for i in range(0, len(weights), 8)]
 
 
 # --- exercise 1: layer norm --------------------------------------------------------------------------------
@@ -187,20 +207,6 @@ def train_cases(g: torch.Generator) -> list[Case]:
     ]
 
 
-def train_and_return(train_reversal, p, num_heads, seq_len, steps, seed):
-    """Runs in the sandbox: train a copy of p with the student's function; send back the losses and the weights."""
-    import torch
-
-    torch.set_num_threads(1)  # tiny tensors: one thread is fastest, and jobs run side by side
-    p = {name: t.clone() for name, t in p.items()}
-    losses = train_reversal(p, num_heads, seq_len, steps, seed=seed)
-    if len(losses) != steps or not all(isinstance(v, float) for v in losses):
-        raise TypeError(f"return a list of {steps} losses as Python floats (use loss.item()); got {losses!r:.100}")
-    names = sorted(p)
-    weights = [p[name].detach().clone() for name in names]
-    return [torch.tensor(list(losses), dtype=torch.float64)] + [weights[i : i + 8] for i in range(0, len(weights), 8)]
-
-
 def train_reference(p, num_heads, seq_len, steps, seed):
     names = sorted(p)
     weights = [p[name] for name in names]  # only the shapes matter here (atol = 1e300); `check` grades the result
@@ -267,7 +273,7 @@ SPEC = LabSpec(
             train_reference,
             atol=1e300,
             forbid=FORBID,
-            call=train_and_return,
+            call=with_true_parts,
             check=train_check,
             describe=f"the trained model reverses at least {THRESHOLD:.0%} of the tokens of new sequences",
         ),

@@ -1,0 +1,115 @@
+"""The lab being graded: its spec, checked against the solution notebook, and the cells it released to students.
+
+Layer: grader side, above ``spec``; imports the standard library, ``spec`` and ``qkv.labs`` (which labs a course has).
+The solution's nbgrader metadata is trusted (it is ours); a submission's never is.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from qkv.labs import lab_ids
+
+from .spec import LabSpec, load_spec
+
+
+class GradeError(Exception):
+    """An instructor's mistake (unknown lab, missing folder): the message says what to do."""
+
+
+@dataclass
+class Lab:
+    lab: str
+    spec: LabSpec
+    order: list[str]  # grade_ids in notebook order
+    prompts: dict[str, str]  # manual grade_id -> the question's markdown (the cell before the answer)
+    locked: set[str]  # sources of the lab's locked cells (to find where a written answer ends)
+    solution: Path
+    released: set[str]  # sources (stripped) of the released lab's cells: what a student did not write
+    others: dict[str, set[str]]  # the other labs' released cells (to recognise a notebook of another lab)
+
+
+def cell_source(cell: dict) -> str:
+    """A notebook cell's source as one string ("" when it is neither a string nor a list of them)."""
+    src = cell.get("source", "")
+    if isinstance(src, list):
+        src = "".join(s for s in src if isinstance(s, str))
+    return src if isinstance(src, str) else ""
+
+
+def load_lab(lab: str, course: Path) -> Lab:
+    """The lab's spec, checked against the solution notebook's nbgrader metadata (trusted: it is ours)."""
+    course = Path(course)
+    solution = course / "solutions" / lab / f"{lab}.ipynb"
+    if not solution.is_file():
+        known = (
+            sorted(p.name for p in (course / "solutions").glob("*") if p.is_dir())
+            if (course / "solutions").is_dir()
+            else []
+        )
+        raise GradeError(
+            f"unknown lab {lab!r}: no {solution} (labs here: {', '.join(known) or 'none'}; --course sets the course folder)"
+        )
+    try:
+        spec = load_spec(lab)
+    except LookupError as err:
+        raise GradeError(str(err)) from None
+    nb = json.loads(solution.read_text(encoding="utf-8"))
+    order, locked, points = [], set(), {}
+    for cell in nb["cells"]:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade"):
+            order.append(meta["grade_id"])
+            points[meta["grade_id"]] = float(meta.get("points", 0))
+        if meta.get("locked"):
+            locked.add(cell_source(cell).strip())
+    spec_ids = [i.grade_id for i in spec.items]
+    if sorted(spec_ids) != sorted(order):
+        raise GradeError(f"the spec of {lab} grades {spec_ids} but the notebook's graded cells are {order}")
+    for i in spec.items:
+        if float(i.points) != points[i.grade_id]:
+            raise GradeError(
+                f"{lab}: {i.grade_id} is worth {points[i.grade_id]} points in the notebook, {i.points} in the spec"
+            )
+    released = _released_cells(course, lab) or locked
+    others = {other: cells for other in lab_ids(course) if other != lab and (cells := _released_cells(course, other))}
+    return Lab(lab, spec, order, questions(nb), locked, solution, released, others)
+
+
+def questions(nb: dict) -> dict[str, str]:
+    """Each written answer's question: grade_id -> the Markdown of the cell before the answer cell."""
+    found, prev = {}, ""
+    for cell in nb.get("cells", []):
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade") and cell.get("cell_type") == "markdown":
+            found[meta["grade_id"]] = prev
+        prev = cell_source(cell)
+    return found
+
+
+def _released_cells(course: Path, lab: str) -> set[str]:
+    """The stripped, non-empty sources of the released lab ``labs/<lab>/<lab>.ipynb`` (empty if there is none)."""
+    path = course / "labs" / lab / f"{lab}.ipynb"
+    if not path.is_file():
+        return set()
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    return {src for cell in nb.get("cells", []) if (src := cell_source(cell).strip())}
+
+
+def looks_like(cells: list[dict], lab: Lab) -> str | None:
+    """The other lab a notebook is a copy of, or None: most of its cells come from another lab's release and
+    almost none from this one's."""
+    sources = {c["source"].strip() for c in cells if c["source"].strip()}
+    if not sources:
+        return None
+    mine = len(sources & lab.released)
+    best, hits = None, 0
+    for other, released in lab.others.items():
+        n = len(sources & released)
+        if n > hits:
+            best, hits = other, n
+    if best is not None and hits >= 5 and hits >= 4 * mine and hits >= 0.3 * len(lab.others[best]):
+        return best
+    return None

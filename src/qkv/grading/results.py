@@ -1,0 +1,102 @@
+"""Typed results: what the grader decided for one student and for each item, and their two serial forms.
+
+Layer: grader side, above ``protocol``; imports numpy, the standard library and ``protocol`` (for the wire's
+limits). :class:`Result` is written to the cache as JSON (:meth:`Result.to_json`, :meth:`Result.from_json`);
+its fields read by key too, like that JSON. :func:`decode_value` reads one value the sandboxed child sent back,
+trusting nothing in it.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from .protocol import MAX_LEAF
+
+STATUSES = ("graded", "malformed", "timeout", "memory", "crashed", "ambiguous", "duplicate", "wrong_lab")
+
+
+class _ByKey:
+    """Read access by key as well as by attribute (``res["status"]`` is ``res.status``), for scripts and tests
+    written against the JSON form; only the fields are keys."""
+
+    def __getitem__(self, key: str):
+        if key not in self.__dataclass_fields__:  # type: ignore[attr-defined]
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def get(self, key: str, default=None):
+        return self[key] if key in self.__dataclass_fields__ else default  # type: ignore[attr-defined]
+
+
+@dataclass
+class ItemResult(_ByKey):
+    """One autograded item: the points earned, the item's maximum and the feedback lines (English)."""
+
+    points: float
+    max: float
+    lines: list[str]
+
+
+@dataclass
+class Result(_ByKey):
+    """One student's result. Built with only ``student`` (and a status and note when the submission cannot be
+    graded at all), it is the empty result: no items, no answers."""
+
+    student: str
+    status: str | None = None  # one of STATUSES once graded
+    note: str = ""
+    items: dict[str, ItemResult] = field(default_factory=dict)  # grade_id -> result, autograded items only
+    answers: dict[str, str | None] = field(default_factory=dict)  # written answers, for the manual pages
+    cell_errors: list[str] = field(default_factory=list)  # errors of the student's own cells, for feedback
+    sha256: str | None = None  # of the submission's bytes
+    wall: float = 0.0  # seconds in the sandbox
+
+    @property
+    def points(self) -> float:
+        """The autograded points earned."""
+        return sum(i.points for i in self.items.values())
+
+    def to_json(self) -> dict:
+        """The plain-data form (nested dicts and lists), as cached."""
+        return asdict(self)
+
+    @classmethod
+    def of(cls, res: Result | dict) -> Result:
+        """``res`` itself, or its JSON form read as a result (what the cache and scripts hold)."""
+        return res if isinstance(res, Result) else cls.from_json(res)
+
+    @classmethod
+    def from_json(cls, data: dict) -> Result:
+        """The result :meth:`to_json` gave (missing fields take their defaults); ``TypeError`` or ``KeyError`` for
+        anything else."""
+        items = {gid: ItemResult(**item) for gid, item in data["items"].items()}
+        return cls(**{**data, "items": items})
+
+
+def decode_value(obj, depth: int = 0):
+    """One value as the child encodes it (``{"shape", "data"}`` or ``{"list"}``) -> float64 arrays in nested
+    lists; ``ValueError`` for anything malformed, too deep or too large."""
+    if depth > 4 or not isinstance(obj, dict):
+        raise ValueError("bad value")
+    if "list" in obj:
+        if not isinstance(obj["list"], list) or len(obj["list"]) > 16:
+            raise ValueError("bad list")
+        return [decode_value(v, depth + 1) for v in obj["list"]]
+    shape = obj.get("shape")
+    if (
+        not isinstance(shape, list)
+        or len(shape) > 8
+        or not all(isinstance(n, int) and 0 <= n <= MAX_LEAF for n in shape)
+    ):
+        raise ValueError("bad shape")
+    size = int(np.prod(shape)) if shape else 1
+    data = obj.get("data")
+    if size > MAX_LEAF or not isinstance(data, str) or len(data) > 4 * (8 * size + 2) // 3 + 8:
+        raise ValueError("bad data")
+    raw = base64.b64decode(data, validate=True)
+    if len(raw) != 8 * size:
+        raise ValueError("bad data length")
+    return np.frombuffer(raw, dtype="<f8").astype(np.float64).reshape(shape)
