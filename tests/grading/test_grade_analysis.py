@@ -4,8 +4,12 @@ comparison, submission discovery, notebook parsing and the child's message decod
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import struct
+import sys
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -156,3 +160,39 @@ def test_csv_formula_prefix():
         "ann",
         "Zoë",
     ]
+
+
+def test_parallel_grading_threads_parse_without_a_system_error():
+    """`qkv grade` parses submissions in one thread per worker. CPython 3.11's tree building keeps its depth in
+    interpreter-wide state (gh-106905): threads at different stack depths that switch inside it (here made likely
+    by a collection after every allocation that yields the GIL) raised SystemError, a grader error for that
+    submission. Without the parse lock this test failed in 3 of 3 runs."""
+    errors: list[BaseException] = []
+
+    def at_depth(n: int) -> None:
+        if n:
+            return at_depth(n - 1)
+        for i in range(200):  # each submission different: analyse caches its parses
+            body = "\n".join(
+                f"def f{j}(x):\n    return [((x + {i}) * 2, {{'a': (1, {j})}}) for _ in x]" for j in range(10)
+            )
+            try:
+                analyse([body], "f0", ())
+            except SystemError as err:
+                errors.append(err)
+
+    threshold, interval = gc.get_threshold(), sys.getswitchinterval()
+    gc.callbacks.append(yield_gil := lambda phase, info: time.sleep(0))
+    gc.set_threshold(1, 1, 1)
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=at_depth, args=(3 * k,)) for k in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        gc.callbacks.remove(yield_gil)
+        gc.set_threshold(*threshold)
+        sys.setswitchinterval(interval)
+    assert not errors, errors[:1]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import threading
 from dataclasses import dataclass, field
 
 # Anywhere in a submission: ways to define or rebind code the grader cannot read, or to reach into the runtime.
@@ -93,6 +94,12 @@ def _parse_cached(cells: tuple[str, ...]) -> tuple[ast.Module | None, ...]:
     return tuple(_parse_cells(list(cells)))
 
 
+# CPython 3.11 keeps the depth counter of ast.parse's tree building in interpreter-wide state: two grading threads
+# parsing at once can fail with "SystemError: AST constructor recursion depth mismatch" (CPython gh-106905), which
+# turned a submission into a grader error on a busy machine. One parse at a time.
+_PARSE_LOCK = threading.Lock()
+
+
 def _parse_cells(cells: list[str]) -> list[ast.Module | None]:
     """One tree per cell, None where a cell does not parse (it will not run either)."""
     try:
@@ -104,7 +111,8 @@ def _parse_cells(cells: list[str]) -> list[ast.Module | None]:
     trees = []
     for src in cells:
         try:
-            trees.append(ast.parse(transform(src)))
+            with _PARSE_LOCK:
+                trees.append(ast.parse(transform(src)))
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             trees.append(None)
     return trees
