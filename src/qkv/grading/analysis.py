@@ -94,9 +94,8 @@ def _parse_cached(cells: tuple[str, ...]) -> tuple[ast.Module | None, ...]:
     return tuple(_parse_cells(list(cells)))
 
 
-# CPython 3.11 keeps the depth counter of ast.parse's tree building in interpreter-wide state: two grading threads
-# parsing at once can fail with "SystemError: AST constructor recursion depth mismatch" (CPython gh-106905), which
-# turned a submission into a grader error on a busy machine. One parse at a time.
+# CPython 3.11's ast.parse keeps its depth counter interpreter-wide: two grading threads parsing at once fail with
+# "SystemError: AST constructor recursion depth mismatch" (gh-106905), a grader error under load. One at a time.
 _PARSE_LOCK = threading.Lock()
 
 
