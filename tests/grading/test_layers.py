@@ -17,10 +17,11 @@ PACKAGE = Path(sandbox.__file__).parent
 MAX_LINES = 300
 
 # Bottom first. A module may import only modules of earlier rows; the standard library, numpy, torch and the
-# library (``qkv`` outside ``grading``) are below them all. The first four rows are the sandbox side.
+# library (``qkv`` outside ``grading``) are below them all. The first five rows are the sandbox side.
 LAYERS = [
     {"protocol"},  # the one wire framing, used by both ends
     {"tripwires", "limits"},
+    {"standins"},
     {"child"},
     {"worker"},
     {"spec", "analysis", "atomic", "bwrap", "readback"},  # the authoring format; helpers

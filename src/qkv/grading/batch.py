@@ -20,7 +20,7 @@ from pathlib import Path
 from . import bwrap, sandbox
 from .atomic import write_atomic
 from .fingerprint import spec_fingerprint
-from .lab import GradeError, Lab, looks_like
+from .lab import GradeError, Lab, looks_like, the_courses
 from .protocol import read_messages
 from .results import Result
 from .scoring import WORKER_FAILED, Prepared, cell_errors, prepare, score, status_of
@@ -61,7 +61,7 @@ def grade_entry(
     for m in lab.spec.manual:
         res.answers[m.grade_id] = written_answer(cells, lab, m.grade_id)
     code = [c["source"] for c in cells if c["type"] == "code"]
-    own = [src.strip() not in lab.released for src in code]  # the cells the student wrote or changed
+    own = [not the_courses(c, lab) for c in cells if c["type"] == "code"]  # the cells the student wrote or changed
     job = {
         "cells": code,
         "own": own,
@@ -75,6 +75,9 @@ def grade_entry(
                 "forbid": list(p.item.forbid),
                 "call": p.item.call_source(),
                 "call_name": getattr(p.item.call, "__name__", None),
+                "helpers": p.item.helper_sources(),
+                "atol": p.item.atol,
+                "rtol": p.item.rtol,
                 "cases": [(c.args, c.kwargs) for c in p.cases],
             }
             for p in prepared
@@ -85,7 +88,7 @@ def grade_entry(
     msgs = read_messages(raw)
     res.status, res.note = status_of(header, msgs)
     res.wall = header.get("wall", 0.0)
-    res.items = score(prepared, msgs, code, lab.released)
+    res.items = score(prepared, msgs, code, lab.released | {src.strip() for src, mine in zip(code, own) if not mine})
     res.cell_errors = cell_errors(msgs, own)
     return res
 

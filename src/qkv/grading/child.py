@@ -13,10 +13,12 @@ import builtins
 import json
 import os
 import sys
+from contextlib import contextmanager
 
 from .limits import CallTimer, TimeLimit, confine
 from .protocol import MAX_LEAF, write_frame
-from .tripwires import ForbiddenCall, Tripwires
+from .standins import StandIns
+from .tripwires import GRADER_FILE, ForbiddenCall, Tripwires
 
 MAX_ERROR = 400  # characters of an exception message kept for feedback
 
@@ -94,6 +96,8 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
     names = sorted({n for item in job["items"] for n in item["forbid"]})
     wires.install(names)
     own = job.get("own") or [True] * len(job["cells"])
+    wires.course |= {f"<cell {i + 1}>" for i, mine in enumerate(own) if not mine}  # the course's cells
+    sys.addaudithook(wires.audit)
 
     from IPython.core.inputtransformer2 import TransformerManager
 
@@ -107,8 +111,7 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
     }
     timer = CallTimer(float(job.get("call_timeout") or 0))
 
-    for i, src in enumerate(job["cells"]):
-        wires.active = set(names) if own[i] else set()  # the lab's own unchanged cells may use anything
+    for i, src in enumerate(job["cells"]):  # nothing is forbidden in the cells themselves: only graded calls count
         send({"t": "at", "i": i})
         try:
             code = compile(transform(src), f"<cell {i + 1}>", "exec")
@@ -128,42 +131,61 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
             if _is_memory(err):
                 send({"t": "memory"})
 
+    calls = {}  # grade_id -> the spec's call, compiled as the grader's code
     for item in job["items"]:
-        wires.item, wires.active = item["grade_id"], set(item["forbid"])
-        call = None
         if item["call"]:
             scope: dict = {}
-            exec(item["call"], scope)
-            call = scope[item["call_name"]]
-        for n, (args, kwargs) in enumerate(item["cases"]):
-            msg: dict = {"t": "case", "item": item["grade_id"], "case": n}
-            try:
-                target = ns.get(item["function"])
-                if target is None:
-                    raise NameError(f"{item['function']} is not defined")
-                timer.arm()
-                try:
-                    out = call(target, *args, **kwargs) if call else target(*args, **kwargs)
-                finally:
-                    timer.disarm()
-                try:
-                    msg["out"] = _encode(out)
-                except BaseException as err:
-                    msg["unreadable"] = True
-                    raise err
-            except BaseException as err:
-                slow = timer.ran_past(err, ns)
-                if slow is not None:
-                    slow["function"] = slow["function"] or item["function"]
-                    send({"t": "slow", **slow, "item": item["grade_id"]})
-                    msg["slow"] = slow["function"] + (f" (code cell {slow['cell']})" if slow["cell"] else "")
-                elif isinstance(err, TimeLimit):
-                    msg["slow"] = True
-                msg["error"] = short(err)
-                if isinstance(err, ForbiddenCall):
-                    msg["forbidden"] = True
-                if _is_memory(err):
-                    send({"t": "memory"})
-            send(msg)
-    wires.active = set()
+            exec(compile(item["call"], GRADER_FILE, "exec"), scope)
+            calls[item["grade_id"]] = scope[item["call_name"]]
+
+    @contextmanager
+    def guard():
+        timer.arm()
+        try:
+            yield
+        finally:
+            timer.disarm()
+
+    helpers = StandIns(ns, job["items"], guard)
+    for item in job["items"]:
+        wires.item, wires.active = None, set()
+        with helpers.around(item, calls):
+            wires.item, wires.active = item["grade_id"], set(item["forbid"])
+            _cases(item, calls.get(item["grade_id"]), ns, wires, timer, send)
+    wires.item, wires.active = None, set()
     send({"t": "done"})
+
+
+def _cases(item: dict, call, ns: dict, wires: Tripwires, timer: CallTimer, send) -> None:
+    """The item's cases, each one graded call watched by the tripwires; one message per case."""
+    for n, (args, kwargs) in enumerate(item["cases"]):
+        msg: dict = {"t": "case", "item": item["grade_id"], "case": n}
+        try:
+            target = ns.get(item["function"])
+            if target is None:
+                raise NameError(f"{item['function']} is not defined")
+            timer.arm()
+            try:
+                with wires.watching():
+                    out = call(target, *args, **kwargs) if call else target(*args, **kwargs)
+            finally:
+                timer.disarm()
+            try:
+                msg["out"] = _encode(out)
+            except BaseException as err:
+                msg["unreadable"] = True
+                raise err
+        except BaseException as err:
+            slow = timer.ran_past(err, ns)
+            if slow is not None:
+                slow["function"] = slow["function"] or item["function"]
+                send({"t": "slow", **slow, "item": item["grade_id"]})
+                msg["slow"] = slow["function"] + (f" (code cell {slow['cell']})" if slow["cell"] else "")
+            elif isinstance(err, TimeLimit):
+                msg["slow"] = True
+            msg["error"] = short(err)
+            if isinstance(err, ForbiddenCall):
+                msg["forbidden"] = True
+            if _is_memory(err):
+                send({"t": "memory"})
+        send(msg)

@@ -29,6 +29,7 @@ class Lab:
     solution: Path
     released: set[str]  # sources (stripped) of the released lab's cells: what a student did not write
     others: dict[str, set[str]]  # the other labs' released cells (to recognise a notebook of another lab)
+    ids: frozenset[str] = frozenset()  # the grade_ids of the solution's nbgrader cells
 
 
 def cell_source(cell: dict) -> str:
@@ -57,9 +58,11 @@ def load_lab(lab: str, course: Path) -> Lab:
     except LookupError as err:
         raise GradeError(str(err)) from None
     nb = json.loads(solution.read_text(encoding="utf-8"))
-    order, locked, points = [], set(), {}
+    order, locked, points, ids = [], set(), {}, set()
     for cell in nb["cells"]:
         meta = cell.get("metadata", {}).get("nbgrader", {})
+        if meta.get("grade_id"):
+            ids.add(meta["grade_id"])
         if meta.get("grade"):
             order.append(meta["grade_id"])
             points[meta["grade_id"]] = float(meta.get("points", 0))
@@ -75,7 +78,30 @@ def load_lab(lab: str, course: Path) -> Lab:
             )
     released = _released_cells(course, lab) or locked
     others = {other: cells for other in lab_ids(course) if other != lab and (cells := _released_cells(course, other))}
-    return Lab(lab, spec, order, questions(nb), locked, solution, released, others)
+    return Lab(lab, spec, order, questions(nb), locked, solution, released, others, frozenset(ids))
+
+
+def the_courses(cell: dict, lab: Lab) -> bool:
+    """Whether a parsed cell (``submissions.parse_notebook``) is the course's, not the student's: a cell of the
+    released lab, or a locked cell of the lab whose nbgrader checksum matches its source (nbgrader's own test of an
+    unchanged cell, so the cells of any release of the lab count, not only the current one's)."""
+    if cell["source"].strip() in lab.released:
+        return True
+    meta = cell.get("meta")
+    nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
+    if not isinstance(nbg, dict) or not isinstance(nbg.get("checksum"), str) or nbg.get("grade_id") not in lab.ids:
+        return False
+    try:  # nbgrader takes seconds to import: only for a cell of another release
+        from nbformat import from_dict
+        from nbgrader.utils import compute_checksum, is_locked
+    except ImportError:  # a grader installed without nbgrader (qkv[grade] has it): the cell counts as the student's
+        return False
+
+    node = from_dict({"cell_type": cell["type"], "source": cell["source"], "metadata": meta})
+    try:
+        return is_locked(node) and compute_checksum(node) == nbg["checksum"]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
 
 
 def questions(nb: dict) -> dict[str, str]:

@@ -61,11 +61,14 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
     """Per item: points and the feedback lines. Decided here, from values computed here."""
     cases: dict[tuple[str, int], dict] = {}
     tripped: dict[str, set[str]] = {}
+    escapes: list[str] = []  # what reached around the watchers at run time (the child's report)
     for m in msgs:
         if m.get("t") == "case" and isinstance(m.get("item"), str) and isinstance(m.get("case"), int):
             cases.setdefault((m["item"], m["case"]), m)  # the first answer counts; later copies are ignored
         elif m.get("t") == "forbidden" and isinstance(m.get("item"), str) and isinstance(m.get("name"), str):
             tripped.setdefault(m["item"], set()).add(m["name"][:80])
+        elif m.get("t") == "escape" and isinstance(m.get("what"), str) and m["what"][:80] not in escapes:
+            escapes.append(m["what"][:80])
     results = {}
     for p in prepared:
         item = p.item
@@ -95,7 +98,10 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
             lines = [f"every check: {fails[0][1]}"]  # one reason, said once
         else:
             lines = [f"{what}: {why}" for what, why in fails]
-        forbidden = sorted(set(found.forbidden) | tripped.get(item.grade_id, set()))
+        # Only what ran costs a point: the source's names (``found``) merely add detail to a run-time finding.
+        ran = tripped.get(item.grade_id, set())
+        forbidden = sorted(ran | set(found.forbidden)) if ran else []
+        escaped = escapes[:5] if item.forbid else []
         cheat = []
         if found.missing:
             cheat.append(
@@ -103,9 +109,9 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
             )
         if forbidden:
             cheat.append(f"uses {', '.join(forbidden)}, which this exercise forbids (it would do the work for you)")
-        if found.hatches:
+        if escaped:
             cheat.append(
-                f"your notebook uses {', '.join(found.hatches)}, which can get around the grader's checks "
+                f"your notebook uses {', '.join(escaped)}, which can get around the grader's checks "
                 "(write the code plainly)"
             )
         ok = failed == 0 and not cheat

@@ -13,10 +13,10 @@ the notebook's order, one :class:`Item` per autograded cell and one :class:`Manu
 * ``atol``/``rtol`` is the tolerance, ``forbid`` the dotted names of callables that would do the work.
 
 How one item is graded: the sandbox runs the student's cells, then calls ``function(*case.args, **case.kwargs)``
-(or ``call(function, *args, **kwargs)`` when the item gives a ``call``) for every case and sends back plain
-arrays. The grader compares them with ``reference`` leaf by leaf (same nesting, same shapes, values within
+(or ``call(function, *args, **kwargs)`` when the item gives a ``call``) for every case, with the stand-ins of
+``helpers`` in place of the student's helpers that are wrong, and sends back plain arrays. The grader compares them with ``reference`` leaf by leaf (same nesting, same shapes, values within
 ``atol + rtol * |expected|``, NaN/inf only where the reference has them), then runs ``check`` if given.
-The item earns its points when every case matches and no forbidden callable was used; otherwise 0, like an
+The item earns its points when every case matches and no graded call executed a forbidden callable; otherwise 0, like an
 nbgrader test cell (``compare.py`` compares, ``scoring.py`` scores). See ``specs/README.md`` for a walk-through.
 
 Layer: grader side, the bottom; imports torch and the standard library, nothing of the grader; ``specs/<lab>.py``
@@ -118,12 +118,23 @@ class Item:
     describe: str = ""
     # Name used in feedback (default: the function's name).
     title: str = ""
+    # Optional: correct versions of other exercises' functions this one may call, each a top-level function of the
+    # spec module named like the student's (imports inside its body: its source is sent to the sandbox). The
+    # student's own helper is kept when it passes the cases of the item that grades it; only a wrong one is
+    # replaced, for this item's calls, by the stand-in (which accepts extra optional arguments): one bug, one item.
+    helpers: tuple[Callable[..., Any], ...] = ()
 
     def call_source(self) -> str | None:
         """The source of ``call`` as the sandbox runs it (``None``: call the student's object directly)."""
-        if self.call is None:
-            return None
-        return textwrap.dedent(inspect.getsource(self.call))
+        return None if self.call is None else _source(self.call)
+
+    def helper_sources(self) -> dict[str, str]:
+        """The stand-ins as the sandbox runs them: the student's function name -> its correct version's source."""
+        return {h.__name__: _source(h) for h in self.helpers}
+
+
+def _source(function: Callable[..., Any]) -> str:
+    return textwrap.dedent(inspect.getsource(function))
 
 
 @dataclass(frozen=True)

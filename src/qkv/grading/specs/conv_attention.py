@@ -70,25 +70,12 @@ def shift_reference(L, shift):
 
 
 # --- exercises 3-4: the convolutions -----------------------------------------------------------------------
-def with_true_shifts(attention_conv, x, weight):
-    """Runs in the sandbox: the student's convolution with a correct ``shift_weights`` in place of theirs (an
-    error in exercise 2 costs exercise 2 only)."""
+def shift_weights(L, shift):
+    """The stand-in for the student's ``shift_weights`` when it is wrong (it runs in the sandbox)."""
     import torch
 
-    def shift_weights(L, shift):
-        pos = torch.arange(L)
-        return ((pos[None, :] - pos[:, None]) == shift).float()  # (L, L)
-
-    helpers = {"shift_weights": shift_weights}
-    scope = attention_conv.__globals__
-    saved = {name: scope[name] for name in helpers if name in scope}
-    scope.update(helpers)
-    try:
-        return attention_conv(x, weight)
-    finally:
-        for name in helpers:
-            scope.pop(name, None)
-        scope.update(saved)
+    pos = torch.arange(L)
+    return ((pos[None, :] - pos[:, None]) == shift).float()  # (L, L)
 
 
 def conv1d_cases(g: torch.Generator) -> list[Case]:
@@ -183,7 +170,7 @@ SPEC = LabSpec(
             conv1d_cases,
             conv1d_reference,
             forbid=FORBID,
-            call=with_true_shifts,
+            helpers=(shift_weights,),
             describe="the sum of K shift-heads equals conv1d with zero padding K // 2",
         ),
         Item(
@@ -193,7 +180,7 @@ SPEC = LabSpec(
             conv2d_cases,
             conv2d_reference,
             forbid=FORBID,
-            call=with_true_shifts,
+            helpers=(shift_weights,),
             describe="K * K shift-heads over the pixel sequence equal conv2d with zero padding K // 2",
         ),
         Item(

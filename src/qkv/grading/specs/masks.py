@@ -15,7 +15,7 @@ import torch
 
 import qkv
 from qkv.grading.spec import QKV_ATTENTION, SOFTMAX_FAMILY, TORCH_ATTENTION, Case, Item, LabSpec, Manual, randn
-from qkv.grading.specs.contracts import bool_tensor
+from qkv.grading.specs.contracts import bool_tensor, python_float
 
 MASKS = ("qkv.causal_mask", "qkv.local_mask", "qkv.graph_mask", "qkv.padding_mask")
 FORBID_MASKS = MASKS
@@ -128,38 +128,22 @@ def leak_cases(g: torch.Generator) -> list[Case]:
     ]
 
 
-def leak_with_true_attention(future_leak, x, x_new, t, mask):
-    """Runs in the sandbox: the student's experiment with a correct ``masked_attention`` in place of theirs (an
-    error in exercise 4 costs exercise 4 only); the result must be a Python float."""
+def masked_attention(q, k, v, mask=None):
+    """The stand-in for the student's ``masked_attention`` when it is wrong (it runs in the sandbox)."""
     import math
 
     import torch
 
-    def masked_attention(q, k, v, mask=None):
-        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., L, S)
-        if mask is None:
-            mask = torch.ones_like(scores, dtype=torch.bool)
-        scores = scores.masked_fill(~mask, float("-inf"))
-        has_key = mask.any(dim=-1, keepdim=True)
-        m = scores.amax(dim=-1, keepdim=True)
-        e = torch.exp(scores - torch.where(has_key, m, torch.zeros_like(m)))
-        total = e.sum(dim=-1, keepdim=True)
-        weights = torch.where(has_key, e / torch.where(has_key, total, torch.ones_like(total)), torch.zeros_like(e))
-        return weights @ v, weights
-
-    helpers = {"masked_attention": masked_attention}
-    scope = future_leak.__globals__
-    saved = {name: scope[name] for name in helpers if name in scope}
-    scope.update(helpers)
-    try:
-        value = future_leak(x, x_new, t, mask)
-    finally:
-        for name in helpers:
-            scope.pop(name, None)
-        scope.update(saved)
-    if not isinstance(value, float):
-        raise TypeError(f"return a Python float (use .item()); got {type(value).__name__}")
-    return value
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., L, S)
+    if mask is None:
+        mask = torch.ones_like(scores, dtype=torch.bool)
+    scores = scores.masked_fill(~mask, float("-inf"))
+    has_key = mask.any(dim=-1, keepdim=True)
+    m = scores.amax(dim=-1, keepdim=True)
+    e = torch.exp(scores - torch.where(has_key, m, torch.zeros_like(m)))
+    total = e.sum(dim=-1, keepdim=True)
+    weights = torch.where(has_key, e / torch.where(has_key, total, torch.ones_like(total)), torch.zeros_like(e))
+    return weights @ v, weights
 
 
 def leak_reference(x, x_new, t, mask):
@@ -224,7 +208,8 @@ SPEC = LabSpec(
             leak_cases,
             leak_reference,
             forbid=FORBID_ATTENTION,
-            call=leak_with_true_attention,
+            call=python_float,
+            helpers=(masked_attention,),
             describe="as a Python float, the largest change of the outputs at positions 0..t when the tokens after t change",
         ),
         Manual("written_fully_masked", 2, title="Fully masked rows: -1e9, NaN or zero"),

@@ -54,28 +54,16 @@ def mha_cases(g: torch.Generator) -> list[Case]:
     return cases
 
 
-def with_true_heads(multihead_attention, *args):
-    """Runs in the sandbox: the student's attention with a correct ``split_heads`` and ``merge_heads`` in place
-    of theirs (an error in exercise 1 or 2 costs that exercise only)."""
+def split_heads(x, num_heads):
+    """The stand-in for the student's ``split_heads`` when it is wrong (it runs in the sandbox)."""
+    B, L, d_model = x.shape
+    return x.reshape(B, L, num_heads, d_model // num_heads).transpose(1, 2)  # (B, H, L, d_k)
 
-    def split_heads(x, num_heads):
-        B, L, d_model = x.shape
-        return x.reshape(B, L, num_heads, d_model // num_heads).transpose(1, 2)  # (B, H, L, d_k)
 
-    def merge_heads(x):
-        B, H, L, d_k = x.shape
-        return x.transpose(1, 2).reshape(B, L, H * d_k)  # (B, L, d_model)
-
-    helpers = {"split_heads": split_heads, "merge_heads": merge_heads}
-    scope = multihead_attention.__globals__
-    saved = {name: scope[name] for name in helpers if name in scope}
-    scope.update(helpers)
-    try:
-        return multihead_attention(*args)
-    finally:
-        for name in helpers:
-            scope.pop(name, None)
-        scope.update(saved)
+def merge_heads(x):
+    """The stand-in for the student's ``merge_heads`` when it is wrong (it runs in the sandbox)."""
+    B, H, L, d_k = x.shape
+    return x.transpose(1, 2).reshape(B, L, H * d_k)  # (B, L, d_model)
 
 
 def mha_reference(x, W_q, W_k, W_v, W_o, num_heads):
@@ -108,32 +96,14 @@ def module_cases(g: torch.Generator) -> list[Case]:
 
 
 def build_and_run(cls, d_model, num_heads, state, query, key=None, value=None):
-    """Runs in the sandbox: the student's class, built and loaded with the case's weights, called once, with a
-    correct ``split_heads`` and ``merge_heads`` in place of theirs (an error there costs those exercises only)."""
+    """Runs in the sandbox: the student's class, built and loaded with the case's weights, called once."""
     import torch
 
-    def split_heads(x, num_heads):
-        B, L, d_model = x.shape
-        return x.reshape(B, L, num_heads, d_model // num_heads).transpose(1, 2)  # (B, H, L, d_k)
-
-    def merge_heads(x):
-        B, H, L, d_k = x.shape
-        return x.transpose(1, 2).reshape(B, L, H * d_k)  # (B, L, d_model)
-
-    helpers = {"split_heads": split_heads, "merge_heads": merge_heads}
-    scope = next(f.__globals__ for f in vars(cls).values() if hasattr(f, "__globals__"))
-    saved = {name: scope[name] for name in helpers if name in scope}
-    scope.update(helpers)
-    try:
-        module = cls(d_model, num_heads)
-        module.load_state_dict(state)
-        module.eval()
-        with torch.no_grad():
-            return module(query) if key is None else module(query, key, value)
-    finally:
-        for name in helpers:
-            scope.pop(name, None)
-        scope.update(saved)
+    module = cls(d_model, num_heads)
+    module.load_state_dict(state)
+    module.eval()
+    with torch.no_grad():
+        return module(query) if key is None else module(query, key, value)
 
 
 def module_reference(d_model, num_heads, state, query, key=None, value=None):
@@ -180,7 +150,7 @@ SPEC = LabSpec(
             mha_cases,
             mha_reference,
             forbid=FORBID,
-            call=with_true_heads,
+            helpers=(split_heads, merge_heads),
             describe="(out, weights) equal to torch.nn.MultiheadAttention's (no bias) with the same weights",
         ),
         Item(
@@ -191,6 +161,7 @@ SPEC = LabSpec(
             module_reference,
             forbid=FORBID,
             call=build_and_run,
+            helpers=(split_heads, merge_heads),
             describe="a module with q_proj, k_proj, v_proj, out_proj that matches torch.nn.MultiheadAttention",
         ),
         Manual("written_heads", 3, title="Parameters, heads and the transpose"),

@@ -65,28 +65,15 @@ def permutation_cases(g: torch.Generator) -> list[Case]:
     return cases
 
 
-def with_true_encoding(permutation_test, x, perm, W_q, W_k, W_v, use_positions):
-    """Runs in the sandbox: the student's experiment with a correct ``sinusoidal_encoding`` in place of theirs
-    (an error in exercise 1 costs exercise 1 only); the result must be a Python float."""
+def sinusoidal_encoding(num_positions, d_model):
+    """The stand-in for the student's ``sinusoidal_encoding`` when it is wrong (it runs in the sandbox)."""
     import torch
 
-    def sinusoidal_encoding(num_positions, d_model):
-        omega = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (d/2,)
-        angles = torch.arange(num_positions, dtype=torch.float64)[:, None] * omega  # (P, d/2)
-        pe = torch.zeros(num_positions, d_model, dtype=torch.float64)
-        pe[:, 0::2], pe[:, 1::2] = torch.sin(angles), torch.cos(angles)
-        return pe.float()  # (P, d_model), float32 as the lab asks
-
-    scope = permutation_test.__globals__
-    own = scope.get("sinusoidal_encoding")
-    scope["sinusoidal_encoding"] = sinusoidal_encoding
-    try:
-        value = permutation_test(x, perm, W_q, W_k, W_v, use_positions)
-    finally:
-        scope["sinusoidal_encoding"] = own
-    if not isinstance(value, float):
-        raise TypeError(f"return a Python float (use .item()); got {type(value).__name__}")
-    return value
+    omega = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (d/2,)
+    angles = torch.arange(num_positions, dtype=torch.float64)[:, None] * omega  # (P, d/2)
+    pe = torch.zeros(num_positions, d_model, dtype=torch.float64)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(angles), torch.cos(angles)
+    return pe.float()  # (P, d_model), float32 as the lab asks
 
 
 def permutation_reference(x, perm, W_q, W_k, W_v, use_positions):
@@ -148,7 +135,8 @@ SPEC = LabSpec(
             atol=1e-4,
             rtol=1e-3,
             forbid=FORBID,
-            call=with_true_encoding,
+            call=python_float,
+            helpers=(sinusoidal_encoding,),
             describe="as a Python float, the largest gap |f(h(x[perm])) - f(h(x))[perm]|, with positions added after shuffling",
         ),
         Manual("written_add_vs_concat", 2, title="Adding versus concatenating positions"),

@@ -1,7 +1,8 @@
 """Grading spec for the lab ``qkv_scores``: Q/K/V projections and attention in the row and column conventions.
 
-Five autograded items and one written answer; one bug costs one item. The attention items run with a correct
-``score_matrix_rows`` and ``attention_rows`` in place of the student's. ``test_conventions_agree`` grades only
+Five autograded items and one written answer; one bug costs one item. The attention items run with the
+student's ``score_matrix_rows`` and ``attention_rows`` when those pass their own items' cases, and with correct
+stand-ins when not. ``test_conventions_agree`` grades only
 that the two functions agree with each other (their correctness is graded by the two items before it): it
 forbids nothing (those items judge the calls), and a difference that one of the two causes alone is charged to
 that function's item only, so it costs this point only when both are wrong and still disagree.
@@ -68,31 +69,19 @@ def rows_cases(g: torch.Generator) -> list[Case]:
     ]
 
 
-def with_true_parts(function, *args):
-    """Runs in the sandbox: the student's attention with a correct ``score_matrix_rows`` and ``attention_rows`` in
-    place of theirs (an error in one exercise costs that exercise only; ``attention_columns`` may be written
-    through ``attention_rows``)."""
+def score_matrix_rows(q, k):
+    """The stand-in for the student's ``score_matrix_rows`` when it is wrong (it runs in the sandbox)."""
+    return q @ k.T  # (L, S)
+
+
+def attention_rows(q, k, v):
+    """The stand-in for the student's ``attention_rows`` when it is wrong (it runs in the sandbox)."""
     import math
 
     import torch
 
-    def score_matrix_rows(q, k):
-        return q @ k.T  # (L, S)
-
-    def attention_rows(q, k, v):
-        weights = torch.softmax(score_matrix_rows(q, k) / math.sqrt(q.shape[-1]), dim=-1)  # (L, S)
-        return weights @ v, weights  # (L, d_v), (L, S)
-
-    helpers = {"score_matrix_rows": score_matrix_rows, "attention_rows": attention_rows}
-    scope = function.__globals__
-    saved = {name: scope[name] for name in helpers if name in scope}
-    scope.update(helpers)
-    try:
-        return function(*args)
-    finally:
-        for name in helpers:
-            scope.pop(name, None)
-        scope.update(saved)
+    weights = torch.softmax(score_matrix_rows(q, k) / math.sqrt(q.shape[-1]), dim=-1)  # (L, S)
+    return weights @ v, weights  # (L, d_v), (L, S)
 
 
 def rows_reference(q, k, v):
@@ -195,7 +184,7 @@ SPEC = LabSpec(
             rows_cases,
             rows_reference,
             forbid=FORBID,
-            call=with_true_parts,
+            helpers=(score_matrix_rows, attention_rows),
             describe="(out, weights) of softmax(q k^T / sqrt(d_k)) v, softmax along each row",
         ),
         Item(
@@ -205,7 +194,7 @@ SPEC = LabSpec(
             columns_cases,
             columns_reference,
             forbid=FORBID,
-            call=with_true_parts,
+            helpers=(score_matrix_rows, attention_rows),
             describe="O = V softmax(K^T Q / sqrt(d_k)) with the softmax down each column, shape (d_v, L)",
         ),
         Item(

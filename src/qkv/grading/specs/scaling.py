@@ -87,24 +87,30 @@ def stats_cases(g: torch.Generator) -> list[Case]:
     ]
 
 
-def stats_tuple(saturation_stats, q, k, **kwargs):
-    """Runs in the sandbox: the dict's three values in a fixed order, with a correct ``scaled_scores`` in place
-    of the student's (an error in exercise 2 costs exercise 2 only)."""
+def scaled_scores(q, k):
+    """The stand-in for the student's ``scaled_scores`` when it is wrong (it runs in the sandbox)."""
     import math
 
-    def scaled_scores(q, k):
-        return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., L, S)
 
-    helpers = {"scaled_scores": scaled_scores}
-    scope = saturation_stats.__globals__
-    saved = {name: scope[name] for name in helpers if name in scope}
-    scope.update(helpers)
-    try:
-        result = saturation_stats(q, k, **kwargs)
-    finally:
-        for name in helpers:
-            scope.pop(name, None)
-        scope.update(saved)
+
+def saturation_stats(q, k, scale=True):
+    """The stand-in for the student's ``saturation_stats`` when it is wrong (it runs in the sandbox)."""
+    import torch
+
+    w = torch.softmax(scaled_scores(q, k) if scale else q @ k.T, dim=-1)  # (N, S)
+    s2 = (w.double() ** 2).sum(dim=-1)  # ||J||_F^2 = sum w^2 - 2 sum w^3 + (sum w^2)^2, see jacobian_norm
+    grad_norm = (s2 - 2 * (w.double() ** 3).sum(dim=-1) + s2**2).clamp_min(0).sqrt()
+    return {
+        "max_weight": w.amax(dim=-1).median().item(),
+        "entropy": (-torch.special.xlogy(w, w).sum(dim=-1)).median().item(),
+        "grad_norm": grad_norm.median().item(),
+    }
+
+
+def stats_tuple(saturation_stats, q, k, **kwargs):
+    """Runs in the sandbox: the dict's three values in a fixed order, each a Python float."""
+    result = saturation_stats(q, k, **kwargs)
     for key in ("max_weight", "entropy", "grad_norm"):
         if not isinstance(result[key], float):
             raise TypeError(f"result[{key!r}] must be a Python float (use .item()); got {type(result[key]).__name__}")
@@ -142,37 +148,10 @@ def experiment_cases(g: torch.Generator) -> list[Case]:
 
 
 def experiment_twice(scaling_experiment, d_k_values, **kwargs):
-    """Runs in the sandbox: the six curves in a fixed order, twice with the same seed, with a correct
-    ``saturation_stats`` in place of the student's (an error in exercise 3 costs exercise 3 only)."""
-    import math
-
-    import torch
-
-    def scaled_scores(q, k):
-        return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-
-    def saturation_stats(q, k, scale=True):
-        w = torch.softmax(scaled_scores(q, k) if scale else q @ k.T, dim=-1)  # (N, S)
-        s2 = (w.double() ** 2).sum(dim=-1)  # ||J||_F^2 = sum w^2 - 2 sum w^3 + (sum w^2)^2, see jacobian_norm
-        grad_norm = (s2 - 2 * (w.double() ** 3).sum(dim=-1) + s2**2).clamp_min(0).sqrt()
-        return {
-            "max_weight": w.amax(dim=-1).median().item(),
-            "entropy": (-torch.special.xlogy(w, w).sum(dim=-1)).median().item(),
-            "grad_norm": grad_norm.median().item(),
-        }
-
+    """Runs in the sandbox: the six curves in a fixed order, twice with the same seed."""
     keys = [f"{s}_{m}" for m in ("scaled", "unscaled") for s in ("max_weight", "entropy", "grad_norm")]
-    helpers = {"scaled_scores": scaled_scores, "saturation_stats": saturation_stats}
-    scope = scaling_experiment.__globals__
-    saved = {name: scope[name] for name in helpers if name in scope}
-    scope.update(helpers)
-    try:
-        first = scaling_experiment(d_k_values, **kwargs)
-        second = scaling_experiment(d_k_values, **kwargs)
-    finally:
-        for name in helpers:
-            scope.pop(name, None)
-        scope.update(saved)
+    first = scaling_experiment(d_k_values, **kwargs)
+    second = scaling_experiment(d_k_values, **kwargs)
     return tuple(first[k] for k in keys), tuple(second[k] for k in keys)
 
 
@@ -231,6 +210,7 @@ SPEC = LabSpec(
             stats_reference,
             forbid=FORBID,
             call=stats_tuple,
+            helpers=(scaled_scores,),
             describe="medians of the largest weight, the entropy and ||J||_F as Python floats, finite when saturated",
         ),
         Item(
@@ -243,6 +223,7 @@ SPEC = LabSpec(
             rtol=0.02,
             forbid=FORBID,
             call=experiment_twice,
+            helpers=(scaled_scores, saturation_stats),
             check=_same_twice,
             describe="the six statistics with and without scaling, reproducible with the seed",
         ),

@@ -3,7 +3,8 @@
 Four autograded functions and one written answer. Every case uses ``n != d != d_v`` so that a wrong axis
 or a missing transpose changes the shape; the softmax cases include scores of +-1e4 (overflow without the
 max-subtraction, underflow with a global instead of a per-row maximum). ``cosine_scores`` and ``soft_lookup`` run
-with a correct ``dot_scores`` and ``stable_softmax`` in place of the student's: one bug costs its own item.
+with the student's ``dot_scores`` and ``stable_softmax`` when those pass their own items' cases, and with correct
+stand-ins when not: one bug costs its own item.
 """
 
 from __future__ import annotations
@@ -89,28 +90,17 @@ def lookup_cases(g: torch.Generator) -> list[Case]:
     return cases
 
 
-def with_true_helpers(function, *args, **kwargs):
-    """Runs in the sandbox: the student's ``cosine_scores`` or ``soft_lookup`` with a correct ``dot_scores`` and
-    ``stable_softmax`` in place of theirs (an error in one exercise costs that exercise only)."""
+def dot_scores(query, keys):
+    """The stand-in for the student's ``dot_scores`` when it is wrong (it runs in the sandbox)."""
+    return keys @ query  # (n,)
+
+
+def stable_softmax(scores):
+    """The stand-in for the student's ``stable_softmax`` when it is wrong (it runs in the sandbox)."""
     import torch
 
-    def dot_scores(query, keys):
-        return keys @ query  # (n,)
-
-    def stable_softmax(scores):
-        e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
-        return e / e.sum(dim=-1, keepdim=True)
-
-    helpers = {"dot_scores": dot_scores, "stable_softmax": stable_softmax}
-    scope = function.__globals__
-    saved = {name: scope[name] for name in helpers if name in scope}
-    scope.update(helpers)
-    try:
-        return function(*args, **kwargs)
-    finally:
-        for name in helpers:
-            scope.pop(name, None)
-        scope.update(saved)
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    return e / e.sum(dim=-1, keepdim=True)
 
 
 def lookup_reference(query, keys, values, temperature=1.0):
@@ -137,7 +127,7 @@ SPEC = LabSpec(
             cosine_cases,
             cosine_reference,
             forbid=FORBID,
-            call=with_true_helpers,
+            helpers=(dot_scores, stable_softmax),
             describe="cosine similarity of the query with each key, independent of the vectors' lengths",
         ),
         Item(
@@ -157,7 +147,7 @@ SPEC = LabSpec(
             lookup_cases,
             lookup_reference,
             forbid=FORBID,
-            call=with_true_helpers,
+            helpers=(dot_scores, stable_softmax),
             describe="the pair (out, weights) of a soft lookup with a temperature",
         ),
         Manual("written_soft_vs_hard", 2, title="Soft versus hard lookup"),

@@ -74,56 +74,58 @@ def _block_params(g: torch.Generator, d_model, num_heads, d_ff) -> dict:
     return _randomise_norms({name: t.detach().clone() for name, t in layer.state_dict().items()}, g)
 
 
-def with_true_parts(function, *args, **kwargs):
-    """Runs in the sandbox: the student's block, model or training with a correct ``layer_norm``, ``encoder_block``
-    and ``tiny_forward`` in place of theirs (an error in one exercise costs that exercise only). Training (its
-    first argument is the weights p, trained in place) sends back the losses and the trained weights."""
+def layer_norm(x, gamma, beta, eps=1e-5):
+    """The stand-in for the student's ``layer_norm`` when it is wrong (it runs in the sandbox)."""
+    import torch
+
+    mu = x.mean(dim=-1, keepdim=True)
+    return gamma * (x - mu) / torch.sqrt(((x - mu) ** 2).mean(dim=-1, keepdim=True) + eps) + beta
+
+
+def encoder_block(x, p, num_heads, mask=None):
+    """The stand-in for the student's ``encoder_block`` when it is wrong (it runs in the sandbox)."""
     import torch
 
     import qkv
 
-    def layer_norm(x, gamma, beta, eps=1e-5):
-        mu = x.mean(dim=-1, keepdim=True)
-        return gamma * (x - mu) / torch.sqrt(((x - mu) ** 2).mean(dim=-1, keepdim=True) + eps) + beta
+    def linear(h, name):
+        return h @ p[f"{name}.weight"].T + p[f"{name}.bias"]
 
-    def encoder_block(x, p, num_heads, mask=None):
-        def linear(h, name):
-            return h @ p[f"{name}.weight"].T + p[f"{name}.bias"]
+    h = layer_norm(x, p["norm1.weight"], p["norm1.bias"])
+    q, k, v = (qkv.split_heads(linear(h, f"self_attn.{n}_proj"), num_heads) for n in "qkv")
+    x = x + linear(qkv.merge_heads(qkv.scaled_dot_product_attention(q, k, v, mask)), "self_attn.out_proj")
+    h = layer_norm(x, p["norm2.weight"], p["norm2.bias"])
+    return x + linear(torch.relu(linear(h, "linear1")), "linear2")
 
-        h = layer_norm(x, p["norm1.weight"], p["norm1.bias"])
-        q, k, v = (qkv.split_heads(linear(h, f"self_attn.{n}_proj"), num_heads) for n in "qkv")
-        x = x + linear(qkv.merge_heads(qkv.scaled_dot_product_attention(q, k, v, mask)), "self_attn.out_proj")
-        h = layer_norm(x, p["norm2.weight"], p["norm2.bias"])
-        return x + linear(torch.relu(linear(h, "linear1")), "linear2")
 
-    def tiny_forward(tokens, p, num_heads, mask=None):
-        embed = p["embed.weight"]  # (V, d_model)
-        h = embed[tokens] + qkv.sinusoidal_positional_encoding(tokens.shape[-1], embed.shape[1])  # (B, L, d_model)
-        for layer in sorted({name.split(".")[1] for name in p if name.startswith("layers.")}, key=int):
-            prefix = f"layers.{layer}."
-            h = encoder_block(h, {n[len(prefix) :]: t for n, t in p.items() if n.startswith(prefix)}, num_heads, mask)
-        h = layer_norm(h, p["final_norm.weight"], p["final_norm.bias"])
-        return h @ p["head.weight"].T + p["head.bias"]  # (B, L, V)
+def tiny_forward(tokens, p, num_heads, mask=None):
+    """The stand-in for the student's ``tiny_forward`` when it is wrong (it runs in the sandbox)."""
+    import qkv
 
-    helpers = {"layer_norm": layer_norm, "encoder_block": encoder_block, "tiny_forward": tiny_forward}
-    scope = function.__globals__
-    saved = {name: scope[name] for name in helpers if name in scope}
-    scope.update(helpers)
-    try:
-        if not isinstance(args[0], dict):
-            return function(*args, **kwargs)
-        torch.set_num_threads(1)  # tiny tensors: one thread is fastest, and jobs run side by side
-        p = {name: t.clone() for name, t in args[0].items()}
-        steps = args[3]
-        losses = function(p, *args[1:], **kwargs)
-    finally:
-        for name in helpers:
-            scope.pop(name, None)
-        scope.update(saved)
+    embed = p["embed.weight"]  # (V, d_model)
+    h = embed[tokens] + qkv.sinusoidal_positional_encoding(tokens.shape[-1], embed.shape[1])  # (B, L, d_model)
+    for layer in sorted({name.split(".")[1] for name in p if name.startswith("layers.")}, key=int):
+        prefix = f"layers.{layer}."
+        h = encoder_block(h, {n[len(prefix) :]: t for n, t in p.items() if n.startswith(prefix)}, num_heads, mask)
+    h = layer_norm(h, p["final_norm.weight"], p["final_norm.bias"])
+    return h @ p["head.weight"].T + p["head.bias"]  # (B, L, V)
+
+
+def train_and_return(train_reversal, p, num_heads, seq_len, steps, **kwargs):
+    """Runs in the sandbox: the student's training on a copy of the weights p (trained in place); sends back the
+    losses and the trained weights."""
+    import torch
+
+    torch.set_num_threads(1)  # tiny tensors: one thread is fastest, and jobs run side by side
+    p = {name: t.clone() for name, t in p.items()}
+    losses = train_reversal(p, num_heads, seq_len, steps, **kwargs)
     if len(losses) != steps or not all(isinstance(v, float) for v in losses):
         raise TypeError(f"return a list of {steps} losses as Python floats (use loss.item()); got {losses!r:.100}")
     weights = [p[name].detach().clone() for name in sorted(p)]
     return [torch.tensor(list(losses), dtype=torch.float64)] + [weights[i : i + 8] for i in range(0, len(weights), 8)]
+
+
+HELPERS = (layer_norm, encoder_block, tiny_forward)
 
 
 # --- exercise 1: layer norm --------------------------------------------------------------------------------
@@ -251,7 +253,7 @@ SPEC = LabSpec(
             block_reference,
             atol=1e-4,
             forbid=FORBID,
-            call=with_true_parts,
+            helpers=HELPERS,
             describe="x + MHA(LN1(x)), then x + FFN(LN2(x)), with the mask applied in every head",
         ),
         Item(
@@ -262,7 +264,7 @@ SPEC = LabSpec(
             forward_reference,
             atol=1e-4,
             forbid=FORBID,
-            call=with_true_parts,
+            helpers=HELPERS,
             describe="embeddings plus the positional encoding, the blocks (with the mask), the final layer norm and the head",
         ),
         Item(
@@ -273,7 +275,8 @@ SPEC = LabSpec(
             train_reference,
             atol=1e300,
             forbid=FORBID,
-            call=with_true_parts,
+            call=train_and_return,
+            helpers=HELPERS,
             check=train_check,
             describe=f"the trained model reverses at least {THRESHOLD:.0%} of the tokens of new sequences",
         ),

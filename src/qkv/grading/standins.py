@@ -1,0 +1,108 @@
+"""Stand-ins: a student's helper is kept when it is correct, and replaced only when the spec's checks show it wrong.
+
+Layer: sandbox side, above ``tripwires`` and ``limits``; runs inside the sandbox, imports the standard library
+(torch lazily, from the worker's process). An item lists, in ``Item.helpers``, correct versions of the other
+exercises' functions that its own function may call. Before the item's cases run, each such helper of the
+student's is called on the cases of the item that grades it, next to the stand-in; when it raises or differs,
+the stand-in takes its name in the notebook's namespace for this item's calls only (one bug costs one item).
+The stand-in accepts the student's own call: extra positional arguments and keywords it does not know are
+dropped. Its code is compiled as the grader's (``tripwires.GRADER_FILE``), so it never counts as the student's.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from contextlib import contextmanager
+
+from .tripwires import GRADER_FILE
+
+
+def _close(got, want, atol: float, rtol: float) -> bool:
+    """``got`` has the nesting and shapes of ``want``, and values within ``atol + rtol * |want|``."""
+    import torch
+
+    if isinstance(want, dict):
+        return (
+            isinstance(got, dict)
+            and got.keys() == want.keys()
+            and all(_close(got[k], want[k], atol, rtol) for k in want)
+        )
+    if isinstance(want, (tuple, list)):
+        return (
+            isinstance(got, (tuple, list))
+            and len(got) == len(want)
+            and all(_close(g, w, atol, rtol) for g, w in zip(got, want))
+        )
+    try:
+        g = torch.as_tensor(got).detach().to("cpu", torch.float64)
+        w = torch.as_tensor(want).detach().to("cpu", torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        return False
+    return g.shape == w.shape and bool(torch.allclose(g, w, atol=atol, rtol=rtol, equal_nan=True))
+
+
+def tolerant(function):
+    """``function`` called with the arguments it knows of a call that may pass more (the student's own call)."""
+    params = inspect.signature(function).parameters.values()
+    if any(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in params):
+        return function
+    positional = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params)
+    names = {p.name for p in params if p.kind != p.POSITIONAL_ONLY}
+
+    def stand_in(*args, **kwargs):
+        return function(*args[:positional], **{k: v for k, v in kwargs.items() if k in names})
+
+    stand_in.__name__ = stand_in.__qualname__ = function.__name__
+    return stand_in
+
+
+class StandIns:
+    """The stand-ins of one submission: ``ns`` is the notebook's namespace, ``items`` the job's items, ``guard``
+    a context that runs the student's code under the time limit of one call."""
+
+    def __init__(self, ns: dict, items: list[dict], guard) -> None:
+        self.ns, self.guard = ns, guard
+        self.scope: dict = {"__name__": "qkv_standins"}
+        for item in items:
+            for source in (item.get("helpers") or {}).values():
+                exec(compile(source, GRADER_FILE, "exec"), self.scope)
+        self.graded = {}  # function name -> the first item that grades it
+        for item in items:
+            self.graded.setdefault(item["function"], item)
+        self.verdict: dict[str, bool] = {}
+
+    def _correct(self, name: str, calls: dict) -> bool:
+        """Whether the student's ``name`` gives the stand-in's results on the cases of the item grading it."""
+        if name not in self.verdict:
+            mine, item = self.ns.get(name), self.graded.get(name)
+            ok = callable(mine)
+            if ok and item is not None:
+                call = calls.get(item["grade_id"])
+                run = (lambda f, *a, **k: call(f, *a, **k)) if call else (lambda f, *a, **k: f(*a, **k))
+                try:
+                    for args, kwargs in item["cases"]:
+                        want = run(self.scope[name], *copy.deepcopy(args), **copy.deepcopy(kwargs))
+                        with self.guard():
+                            got = run(mine, *copy.deepcopy(args), **copy.deepcopy(kwargs))
+                        if not _close(got, want, item.get("atol", 1e-5), item.get("rtol", 1e-4)):
+                            ok = False
+                            break
+                except BaseException:  # a helper that raises, loops or is forbidden is not kept
+                    ok = False
+            self.verdict[name] = ok
+        return self.verdict[name]
+
+    @contextmanager
+    def around(self, item: dict, calls: dict):
+        """While ``item``'s cases run: its helpers that the checks show wrong are the stand-ins."""
+        names = [n for n in (item.get("helpers") or {}) if n != item["function"] and not self._correct(n, calls)]
+        saved = {n: self.ns[n] for n in names if n in self.ns}
+        for n in names:
+            self.ns[n] = tolerant(self.scope[n])
+        try:
+            yield
+        finally:
+            for n in names:
+                self.ns.pop(n, None)
+            self.ns.update(saved)
