@@ -57,6 +57,8 @@ def verdict(name: str, sub, result: dict, grade_ids: list[str]) -> list[str]:
             problems.append(f"feedback should list the one failing scratch cell; lists {errors}")
     elif not sub.lose and errors:
         problems.append(f"correct work, yet the feedback lists errors: {errors}")
+    if not sub.lose and result.get("note"):
+        problems.append(f"correct work, yet the feedback says: {result['note']}")
     if name == "endless_loop" and "loop" not in result.get("note", "") + str(result["items"]):
         problems.append("the feedback does not say that a function looped")
     return problems

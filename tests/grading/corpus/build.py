@@ -6,7 +6,9 @@ hands it in) into that submission, and what a fair teacher gives it. Edits:
 
 * ``{"function_name": "new source of the cell that defines it"}`` (dedented), as a student rewrites an answer;
 * ``add=[(after_function, source)]``: a new code cell after the one defining ``after_function`` (``None``:
-  after the setup cell), as a student adds a scratch cell.
+  after the setup cell), as a student adds a scratch cell;
+* ``release=[(grade_id, old, new)]``: the locked cell ``grade_id`` as an earlier release of the lab had it (its
+  text ``old`` replaced by ``new``, its nbgrader checksum computed by nbgrader for the new source).
 
 :func:`situations` adds the everyday situations every lab gets: never run, stale outputs, a renamed
 function, an error in an unrelated cell, the blank lab, another lab's notebook, one endless loop.
@@ -41,6 +43,7 @@ class Sub:
     edits: dict[str, str] = field(default_factory=dict)
     lose: frozenset[str] | set[str] = frozenset()  # grade_ids that score 0; every other item keeps full marks
     add: tuple[tuple[str | None, str], ...] = ()
+    release: tuple[tuple[str, str, str], ...] = ()  # (grade_id, old, new) of an earlier release's locked cell
     status: str = "graded"
     why: str = ""  # what the submission is, for the report
 
@@ -64,12 +67,29 @@ def add_cell(nb: dict, after: str | None, source: str, cid: str) -> dict:
     return nb
 
 
+def earlier_release(nb: dict, grade_id: str, old: str, new: str) -> dict:
+    """A copy of ``nb`` whose locked cell ``grade_id`` holds an earlier release's text, checksummed by nbgrader."""
+    from nbformat import from_dict
+    from nbgrader.utils import compute_checksum
+
+    nb = copy.deepcopy(nb)
+    cell = next(c for c in nb["cells"] if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == grade_id)
+    src = cell["source"] if isinstance(cell["source"], str) else "".join(cell["source"])
+    if old not in src:
+        raise LookupError(f"{old!r} is not in the cell {grade_id}")
+    cell["source"] = src.replace(old, new)
+    cell["metadata"]["nbgrader"]["checksum"] = compute_checksum(from_dict(cell))
+    return nb
+
+
 def build(lab: str, sub: Sub) -> dict:
     nb = completed_lab(lab)
     for name, source in sub.edits.items():
         nb = with_function(nb, name, source)
     for n, (after, source) in enumerate(sub.add):
         nb = add_cell(nb, after, source, f"student-{n}")
+    for grade_id, old, new in sub.release:
+        nb = earlier_release(nb, grade_id, old, new)
     return nb
 
 

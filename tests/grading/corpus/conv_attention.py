@@ -75,6 +75,27 @@ CORPUS = {
         },
         why="float64 inside a helper, a plot, clamp instead of booleans",
     ),
+    # --- trial findings (issue 19): correct work the grader once judged by names ---------------------------
+    "helper_with_dtype_argument": Sub(
+        {
+            "shift_weights": """
+            def shift_weights(L, shift, dtype=torch.float32):
+                pos = torch.arange(L)
+                return ((pos[None, :] - pos[:, None]) == shift).to(dtype)  # (L, L)
+            """,
+            "attention_conv1d": """
+            def attention_conv1d(x, weight):
+                C_out, C_in, K = weight.shape
+                L = x.shape[1]
+                out = torch.zeros(C_out, L, dtype=torch.float64)
+                for t in range(K):
+                    head = shift_weights(L, t - K // 2, dtype=torch.float64) @ x.double().T  # (L, C_in)
+                    out += weight[:, :, t].double() @ head.T  # (C_out, L)
+                return out.to(x.dtype)
+            """,
+        },
+        why="its own helper takes an extra optional argument: shift_weights(L, shift, dtype=torch.float64)",
+    ),
     # --- classic bugs -------------------------------------------------------------------------------------
     "scores_transposed": Sub(
         {

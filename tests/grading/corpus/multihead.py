@@ -77,6 +77,69 @@ CORPUS = {
         },
         why="cat of unbound heads, a plot in the cell",
     ),
+    # --- trial findings (issue 19): correct work the grader once judged by names ---------------------------
+    "own_split_merge_methods": Sub(
+        {
+            "MultiHead": """
+            class MultiHead(nn.Module):
+                def __init__(self, d_model, num_heads):
+                    super().__init__()
+                    self.num_heads = num_heads
+                    self.q_proj = nn.Linear(d_model, d_model)
+                    self.k_proj = nn.Linear(d_model, d_model)
+                    self.v_proj = nn.Linear(d_model, d_model)
+                    self.out_proj = nn.Linear(d_model, d_model)
+
+                def split_heads(self, x):
+                    B, L, d = x.shape
+                    return x.view(B, L, self.num_heads, d // self.num_heads).transpose(1, 2)  # (B, H, L, d_k)
+
+                def merge_heads(self, x):
+                    B, H, L, d_k = x.shape
+                    return x.transpose(1, 2).reshape(B, L, H * d_k)  # (B, L, d_model)
+
+                def forward(self, query, key=None, value=None):
+                    key = query if key is None else key
+                    value = key if value is None else value
+                    q = self.split_heads(self.q_proj(query))
+                    k = self.split_heads(self.k_proj(key))
+                    v = self.split_heads(self.v_proj(value))
+                    w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)  # (B, H, L, S)
+                    return self.out_proj(self.merge_heads(w @ v)), w
+            """,
+        },
+        why="a class with its own split_heads and merge_heads methods",
+    ),
+    "first_attempt_with_torch_layer": Sub(
+        add=(
+            (
+                "multihead_attention",
+                """
+                # first try: PyTorch's layer (replaced by my own class below)
+                class MultiHead(nn.Module):
+                    def __init__(self, d_model, num_heads):
+                        super().__init__()
+                        self.inner = nn.MultiheadAttention(d_model, num_heads, batch_first=True)
+
+                    def forward(self, query, key=None, value=None):
+                        key = query if key is None else key
+                        value = key if value is None else value
+                        return self.inner(query, key, value, average_attn_weights=False)
+                """,
+            ),
+        ),
+        why="a first attempt wrapping nn.MultiheadAttention, replaced further down by the student's own class",
+    ),
+    "earlier_release": Sub(
+        release=(
+            (
+                "test_multihead_attention",
+                "torch.manual_seed(3)\n",
+                "torch.manual_seed(3)  # the same weights as in the chapter\n",
+            ),
+        ),
+        why="a locked test cell (it builds nn.MultiheadAttention) as an earlier release of the lab had it",
+    ),
     # --- classic bugs -------------------------------------------------------------------------------------
     "split_without_transpose": Sub(
         {

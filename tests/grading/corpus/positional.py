@@ -67,6 +67,30 @@ CORPUS = {
         },
         why="block_diag of 2x2 helpers, own attention, a print",
     ),
+    # --- trial findings (issue 19): correct work the grader once judged by names ---------------------------
+    "helper_with_keyword": Sub(
+        {
+            "sinusoidal_encoding": """
+            def sinusoidal_encoding(num_positions, d_model, *, base=10000.0, dtype=torch.float32):
+                omega = base ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (d/2,)
+                angles = torch.arange(num_positions, dtype=torch.float64)[:, None] * omega  # (P, d/2)
+                pe = torch.stack([torch.sin(angles), torch.cos(angles)], dim=-1)  # (P, d/2, 2)
+                return pe.reshape(num_positions, d_model).to(dtype)
+            """,
+            "permutation_test": """
+            def permutation_test(x, perm, W_q, W_k, W_v, use_positions):
+                L, d_model = x.shape
+                pe = sinusoidal_encoding(L, d_model, dtype=x.dtype) if use_positions else torch.zeros_like(x)
+
+                def f(inp):
+                    h = inp + pe
+                    return qkv.scaled_dot_product_attention(h @ W_q, h @ W_k, h @ W_v)  # (L, d_v)
+
+                return (f(x[perm]) - f(x)[perm]).abs().max().item()
+            """,
+        },
+        why="its own helper takes keywords: sinusoidal_encoding(L, d, dtype=x.dtype)",
+    ),
     # --- classic bugs -------------------------------------------------------------------------------------
     "sin_cos_swapped": Sub(
         {

@@ -69,6 +69,43 @@ CORPUS = {
         },
         why="a table of rows transposed, a plot in the cell",
     ),
+    # --- trial findings (issue 19): correct work the grader once judged by names ---------------------------
+    "pickle_and_gc_cells": Sub(
+        add=(
+            (
+                "scaling_experiment",
+                """
+                import pickle
+
+                with open("table.pkl", "wb") as f:
+                    pickle.dump({"d_k": [16, 64, 256]}, f)
+                """,
+            ),
+            ("saturation_stats", "import gc\n\nscratch = torch.zeros(1000)\ndel scratch\ngc.collect()"),
+        ),
+        why="import pickle in a cell that saves a table, import gc in a clean-up cell",
+    ),
+    "helper_with_scale_flag": Sub(
+        {
+            "scaled_scores": """
+            def scaled_scores(q, k, scale=True):
+                scores = q @ k.transpose(-2, -1)  # (..., L, S)
+                return scores / math.sqrt(q.shape[-1]) if scale else scores
+            """,
+            "saturation_stats": """
+            def saturation_stats(q, k, scale=True):
+                w = torch.softmax(scaled_scores(q, k, scale=scale), dim=-1)  # (N, S)
+                entropy = -torch.special.xlogy(w, w).sum(dim=-1)
+                jacobian = torch.diag_embed(w) - w[:, :, None] * w[:, None, :]  # (N, S, S)
+                return {
+                    "max_weight": w.amax(dim=-1).median().item(),
+                    "entropy": entropy.median().item(),
+                    "grad_norm": torch.linalg.matrix_norm(jacobian).median().item(),
+                }
+            """,
+        },
+        why="its own helper takes an extra optional argument: scaled_scores(q, k, scale=True)",
+    ),
     # --- classic bugs -------------------------------------------------------------------------------------
     "variance_of_squares": Sub(
         {

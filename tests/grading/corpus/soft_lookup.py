@@ -82,6 +82,19 @@ CORPUS = {
         },
         why="normalise first, then a dot product",
     ),
+    # --- trial findings (issue 19): correct work the grader once judged by names ---------------------------
+    "vars_variable": Sub(
+        {
+            "stable_softmax": """
+            def stable_softmax(scores):
+                vars = scores - scores.amax(dim=-1, keepdim=True)  # a variable named like the builtin
+                e = torch.exp(vars)
+                return e / e.sum(dim=-1, keepdim=True)
+            """,
+        },
+        add=((None, 'vars = ["query", "keys", "values"]\nprint(vars)'),),
+        why="a variable named vars, in a cell and inside the softmax",
+    ),
     # --- classic bugs: 0 on their own item only -----------------------------------------------------------
     "dot_scaled_by_d": Sub(
         {

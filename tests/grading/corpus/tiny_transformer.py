@@ -81,6 +81,21 @@ CORPUS = {
         },
         why="its own positional encoding, flatten, float(loss), a plot",
     ),
+    # --- trial findings (issue 19): correct work the grader once judged by names ---------------------------
+    "lab_helpers_in_explore_cell": Sub(
+        add=(
+            (
+                "train_reversal",
+                """
+                p_mine = make_params(seed=3)
+                model = reference_model(p_mine, num_heads=2)
+                x, y = qkv.reversal_batch(4, 8, 10, generator=torch.Generator().manual_seed(0))
+                print(model(x)[0].shape, tiny_forward(x, p_mine, 2).shape)
+                """,
+            ),
+        ),
+        why="the lab's own make_params and reference_model (qkv.TinyTransformer inside) in an explore cell",
+    ),
     # --- classic bugs -------------------------------------------------------------------------------------
     "norm_unbiased_variance": Sub(
         {
