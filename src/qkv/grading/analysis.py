@@ -1,8 +1,9 @@
-"""Static checks the grader makes itself, on the submission's source: forbidden callables and escape hatches.
+"""A fast first pass on the submission's source: its definitions, and the names of forbidden callables and hatches.
 
-The sandbox's tripwires catch a forbidden call at run time, but code inside the sandbox can do anything to
-its own process, so the grader also reads the source. For each graded name it follows the top-level
-definitions that name uses (functions, classes, assignments, imports), and flags
+Only what runs costs a point: the sandbox's watchers (``tripwires.py``) see a forbidden call that a graded call
+executes. This pass never takes a point by itself; it finds a missing definition, and, once the run has shown a
+forbidden call, names how the source reached it. For each graded name it follows the top-level
+definitions that name uses (functions, classes, assignments, imports), and finds
 
 * a forbidden callable referred to by attribute (``torch.softmax``, ``x.softmax(...)``, ``F.softmax``) or
   imported under any name (``from torch import softmax as s``);
@@ -10,8 +11,7 @@ definitions that name uses (functions, classes, assignments, imports), and flags
   which could reach a forbidden callable by a route the tripwires do not cover;
 
 and, anywhere in the notebook, code that rewrites names or the runtime behind the grader's back (``exec``,
-``eval``, ``globals()``, ``gc``, ``ctypes``, ``sys.modules``, frames). A flag costs the item its points; it
-can never add any.
+``eval``, ``globals()``, ``gc``, ``ctypes``, ``sys.modules``, frames). None of it costs or adds a point.
 
 Only the student's own code is judged: cells whose source is one of the released lab's (``trusted``) are the
 lab's, and ordinary Python in the student's code (``getattr``/``setattr`` on their own objects, loops,

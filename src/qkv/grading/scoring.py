@@ -101,7 +101,7 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
         # Only what ran costs a point: the source's names (``found``) merely add detail to a run-time finding.
         ran = tripped.get(item.grade_id, set())
         forbidden = sorted(ran | set(found.forbidden)) if ran else []
-        escaped = escapes[:5] if item.forbid else []
+        escaped = sorted(set(escapes[:5]) | set(found.hatches)) if item.forbid and escapes else []
         cheat = []
         if found.missing:
             cheat.append(
