@@ -103,7 +103,7 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
         forbidden = sorted(ran | set(found.forbidden)) if ran else []
         escaped = sorted(set(escapes[:5]) | set(found.hatches)) if item.forbid and escapes else []
         cheat = []
-        if found.missing:
+        if found.missing and failed:  # the reason a call failed, never a loss by itself
             cheat.append(
                 f"no definition of {item.function} was found in your notebook (define it with `def` or `class`)"
             )
