@@ -146,7 +146,7 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
         finally:
             timer.disarm()
 
-    helpers = StandIns(ns, job["items"], guard)
+    helpers = StandIns(ns, job["items"], guard, wires)
     for item in job["items"]:
         wires.item, wires.active = None, set()
         with helpers.around(item, calls):

@@ -5,6 +5,7 @@ Layer: sandbox side, above ``tripwires`` and ``limits``; runs inside the sandbox
 exercises' functions that its own function may call. Before the item's cases run, each such helper of the
 student's is called on the cases of the item that grades it, next to the stand-in; when it raises or differs,
 the stand-in takes its name in the notebook's namespace for this item's calls only (one bug costs one item).
+A helper that executes a call this item forbids is kept, so that the item's graded calls run it and are charged.
 The stand-in accepts the student's own call: extra positional arguments and keywords it does not know are
 dropped. Its code is compiled as the grader's (``tripwires.GRADER_FILE``), so it never counts as the student's.
 """
@@ -61,8 +62,8 @@ class StandIns:
     """The stand-ins of one submission: ``ns`` is the notebook's namespace, ``items`` the job's items, ``guard``
     a context that runs the student's code under the time limit of one call."""
 
-    def __init__(self, ns: dict, items: list[dict], guard) -> None:
-        self.ns, self.guard = ns, guard
+    def __init__(self, ns: dict, items: list[dict], guard, wires) -> None:
+        self.ns, self.guard, self.wires = ns, guard, wires
         self.scope: dict = {"__name__": "qkv_standins"}
         for item in items:
             for source in (item.get("helpers") or {}).values():
@@ -70,13 +71,16 @@ class StandIns:
         self.graded = {}  # function name -> the first item that grades it
         for item in items:
             self.graded.setdefault(item["function"], item)
-        self.verdict: dict[str, bool] = {}
+        self.verdict: dict[tuple, bool] = {}
 
-    def _correct(self, name: str, calls: dict) -> bool:
-        """Whether the student's ``name`` gives the stand-in's results on the cases of the item grading it."""
-        if name not in self.verdict:
+    def _correct(self, name: str, calls: dict, forbid: list[str]) -> bool:
+        """Whether the student's ``name`` is kept: it gives the stand-in's results on the cases of the item grading
+        it, or it calls what ``forbid`` forbids (then the graded calls that use it must run it, and are charged)."""
+        key = (name, frozenset(forbid))
+        if key not in self.verdict:
             mine, item = self.ns.get(name), self.graded.get(name)
-            ok = callable(mine)
+            ok, trips = callable(mine), self.wires.trips
+            self.wires.active = set(forbid)
             if ok and item is not None:
                 call = calls.get(item["grade_id"])
                 run = (lambda f, *a, **k: call(f, *a, **k)) if call else (lambda f, *a, **k: f(*a, **k))
@@ -88,15 +92,17 @@ class StandIns:
                         if not _close(got, want, item.get("atol", 1e-5), item.get("rtol", 1e-4)):
                             ok = False
                             break
-                except BaseException:  # a helper that raises, loops or is forbidden is not kept
+                except BaseException:  # a helper that raises or loops is not kept
                     ok = False
-            self.verdict[name] = ok
-        return self.verdict[name]
+            self.wires.active = set()
+            self.verdict[key] = ok or self.wires.trips > trips
+        return self.verdict[key]
 
     @contextmanager
     def around(self, item: dict, calls: dict):
         """While ``item``'s cases run: its helpers that the checks show wrong are the stand-ins."""
-        names = [n for n in (item.get("helpers") or {}) if n != item["function"] and not self._correct(n, calls)]
+        helpers = item.get("helpers") or {}
+        names = [n for n in helpers if n != item["function"] and not self._correct(n, calls, item["forbid"])]
         saved = {n: self.ns[n] for n in names if n in self.ns}
         for n in names:
             self.ns[n] = tolerant(self.scope[n])

@@ -62,6 +62,7 @@ class Tripwires:
         self.escaped: set[str] = set()
         self.ops: set[str] = set()
         self.busy = False
+        self.trips = 0  # forbidden calls refused so far
 
     # --- whose code is it ----------------------------------------------------------------------------------
     def _students(self, frame, skip_libraries: bool) -> str | None:
@@ -78,6 +79,7 @@ class Tripwires:
         return None
 
     def trip(self, name: str, where: str) -> None:
+        self.trips += 1
         if not where.startswith("<cell "):
             self.escape("exec")  # the call came from code made from a string at run time
         self.send({"t": "forbidden", "item": self.item, "name": name})
