@@ -10,8 +10,8 @@ Four autograded items and one written answer.
   float64, with no mask, a causal mask, a padding mask and a local mask. A missing positional encoding, a
   post-norm block, an ignored or inverted mask and a head split without the transpose all change the values.
 * ``train_reversal`` is graded on what training achieves, in the grader's own run: the sandbox calls the
-  student's function (with a correct ``tiny_forward`` and its parts in place of the student's, as for the block
-  and the model: one bug costs one item) on fresh weights with a seed drawn from the batch seed (80 steps, about a second on one
+  student's function (with correct stand-ins for the student's ``tiny_forward`` and its parts where those fail
+  their own items' cases, as for the block and the model: one bug costs one item) on fresh weights with a seed drawn from the batch seed (80 steps, about a second on one
   CPU thread) and sends the trained weights back; the grader loads them into the library's model and measures
   the accuracy on 512 fresh sequences, which must reach ``THRESHOLD``. The solution reaches 1.00 (0.997 or
   more over the seeds tried). Training inside the grader is cheap enough at this size, so the item checks
