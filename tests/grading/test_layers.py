@@ -20,9 +20,10 @@ MAX_LINES = 300
 # library (``qkv`` outside ``grading``) are below them all. The first four rows are the sandbox side.
 LAYERS = [
     {"protocol"},  # the one wire framing, used by both ends
-    {"tripwires", "limits"},
+    {"tripwires", "limits", "shell"},
     {"child"},
     {"worker"},
+    {"magics"},  # a cell as IPython runs it (IPython's transformer, grader side)
     {"spec", "analysis", "atomic", "bwrap", "readback"},  # the authoring format; helpers
     {"specs", "compare", "fingerprint", "results", "sandbox"},
     {"messages", "lab"},

@@ -1,8 +1,8 @@
 """The child: one submission's code cells run in order, then the student's functions called on the grader's inputs.
 
-Layer: sandbox side, above ``tripwires`` and ``limits``; runs inside the sandbox (forked by ``worker.py``), imports
-the standard library and the sandbox side below it (``protocol``, ``tripwires``, ``limits``); torch and numpy were
-imported by the worker. It writes plain arrays and short reports to its pipe; the grader trusts none of them: it
+Layer: sandbox side, above ``tripwires``, ``limits`` and ``shell``; runs inside the sandbox (forked by ``worker.py``),
+imports the standard library and the sandbox side below it (``protocol``, ``tripwires``, ``limits``, ``shell``); torch
+and numpy were imported by the worker. The cells arrive as Python (the grader transformed IPython's syntax). It writes plain arrays and short reports to its pipe; the grader trusts none of them: it
 compares values with its own reference and reads the rest only as feedback.
 """
 
@@ -16,6 +16,7 @@ import sys
 
 from .limits import CallTimer, TimeLimit, confine
 from .protocol import MAX_LEAF, write_frame
+from .shell import NoInput, Shell
 from .tripwires import ForbiddenCall, Tripwires
 
 MAX_ERROR = 400  # characters of an exception message kept for feedback
@@ -69,13 +70,6 @@ def _quiet_display(*args, **kwargs):
     return None
 
 
-class _IPythonStub:
-    """``get_ipython()`` in the sandbox: magics and shell escapes do nothing."""
-
-    def __getattr__(self, name):
-        return lambda *args, **kwargs: None
-
-
 def sender(fd: int):
     """``send(msg)``: one framed JSON message to ``fd``, with ``os.write`` and ``json.dumps`` kept from now
     (patching them later changes nothing here)."""
@@ -94,37 +88,29 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
     names = sorted({n for item in job["items"] for n in item["forbid"]})
     wires.install(names)
     own = job.get("own") or [True] * len(job["cells"])
-
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    transform = TransformerManager().transform_cell
-    ns = {
-        "__name__": "__main__",
-        "__builtins__": builtins,
-        "get_ipython": _IPythonStub,
-        "display": _quiet_display,
-        "print": _quiet_print,
-    }
+    ns = {"__name__": "__main__", "__builtins__": builtins, "display": _quiet_display, "print": _quiet_print}
+    shell = ns["get_ipython"] = Shell(ns, send)
+    ns["input"] = shell.input
     timer = CallTimer(float(job.get("call_timeout") or 0))
+    cell_seconds = float(job.get("cell_timeout") or 0)
 
-    for i, src in enumerate(job["cells"]):
+    for i, src in enumerate(job["cells"]):  # Python already: the grader transformed the magics (magics.py)
         wires.active = set(names) if own[i] else set()  # the lab's own unchanged cells may use anything
+        shell.cell = i
         send({"t": "at", "i": i})
         try:
-            code = compile(transform(src), f"<cell {i + 1}>", "exec")
-            timer.arm()
+            code = compile(src, f"<cell {i + 1}>", "exec")
+            timer.arm(cell_seconds)
             try:
                 exec(code, ns)
             finally:
                 timer.disarm()
         except BaseException as err:  # a failing cell does not stop the rest
-            slow = timer.ran_past(err, ns)
-            if slow is not None and slow["function"] is None:  # an endless loop at the top level: stop here
-                send({"t": "stopped", "i": i})
+            if timer.ran_past(err):  # the cell used its time (whatever it called): the cell is charged, nothing else
+                send({"t": "stopped", "i": i, "seconds": cell_seconds})
                 return
-            if slow is not None:
-                send({"t": "slow", **slow, "item": None})
-            send({"t": "cell", "i": i, "error": short(err)})
+            if not isinstance(err, NoInput):  # input() was noted; in Jupyter someone would have typed
+                send({"t": "cell", "i": i, "error": short(err)})
             if _is_memory(err):
                 send({"t": "memory"})
 
@@ -152,7 +138,7 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
                     msg["unreadable"] = True
                     raise err
             except BaseException as err:
-                slow = timer.ran_past(err, ns)
+                slow = timer.retire(err, ns)  # the function the grader called is the one that used the time
                 if slow is not None:
                     slow["function"] = slow["function"] or item["function"]
                     send({"t": "slow", **slow, "item": item["grade_id"]})

@@ -2,8 +2,8 @@
 
 Layer: sandbox side, above ``protocol``; runs inside the sandbox, imports only the standard library (nothing of the
 grader). :func:`confine` is the first thing a forked child does; :class:`CallTimer` stops a cell or a call that runs
-past its share of CPU time, and :meth:`CallTimer.ran_past` retires the student's function that did, so that a looping function
-costs only the items that call it.
+past its share of CPU time, and :meth:`CallTimer.retire` retires the student's function that a graded call ran past
+its limit in, so that a looping function costs only the items that call it.
 """
 
 from __future__ import annotations
@@ -72,37 +72,46 @@ def confine(fd: int, job: dict, cfg: dict) -> int:
 
 class CallTimer:
     """CPU time, not wall-clock time: an endless loop burns CPU, while a busy machine only stretches the wall
-    clock (a limit on it would stop correct code under load). The worker's wall-clock deadline still holds."""
+    clock (a limit on it would stop correct code under load). The worker's wall-clock deadline still holds.
+    ``seconds``: a graded call's share; a cell is given its own (``arm(cell_seconds)``)."""
 
     def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
+        self.seconds = self.armed = seconds
 
     def _alarm(self, signum, frame):
-        raise TimeLimit(f"ran past the time limit of {self.seconds:g} s of CPU time")
+        raise TimeLimit(f"ran past the time limit of {self.armed:g} s of CPU time")
 
-    def arm(self) -> None:
-        if self.seconds > 0:
+    def arm(self, seconds: float | None = None) -> None:
+        self.armed = self.seconds if seconds is None else seconds
+        if self.armed > 0:
             signal.signal(signal.SIGPROF, self._alarm)  # again each time: the student's code may have changed it
-            signal.setitimer(signal.ITIMER_PROF, self.seconds, 1.0)  # and again every second if the first is swallowed
+            signal.setitimer(signal.ITIMER_PROF, self.armed, 1.0)  # and again every second if the first is swallowed
 
     def disarm(self) -> None:
         signal.setitimer(signal.ITIMER_PROF, 0)
 
-    def ran_past(self, err: BaseException, ns: dict) -> dict | None:
-        """When ``err`` is this timer's: ``{"cell", "function"}`` (function None: the cell's own top level
-        looped), with that function retired from ``ns``. None for any other error."""
-        if not isinstance(err, TimeLimit) or not str(err).startswith("ran past"):
+    @staticmethod
+    def ran_past(err: BaseException) -> bool:
+        """Whether ``err`` is this timer's (not a function retired earlier, nor a student's TimeLimit)."""
+        return isinstance(err, TimeLimit) and str(err).startswith("ran past")
+
+    def retire(self, err: BaseException, ns: dict) -> dict | None:
+        """When a graded call's ``err`` is this timer's: ``{"cell", "function"}``, the student's function that
+        the call entered first (the one the grader called, or the method its call ran), retired from ``ns`` so
+        that it is not run again; function None when none of the student's functions was running. Which helper
+        the time ran out in is chance and is never charged. None for any other error."""
+        if not self.ran_past(err):
             return None
-        cell, codes = _where(err)
-        if not codes:
-            return {"cell": cell, "function": None}
-        name = codes[0].co_name
-        why = (
-            f"{name} (code cell {cell}) ran past the time limit of {self.seconds:g} s of CPU time earlier, "
-            "so it was not run again"
-        )
-        retired = _retire(ns, codes, why)
-        return {"cell": int(codes[0].co_filename[6:-1]), "function": retired or name}
+        codes = _where(err)[1][::-1]  # outermost first
+        for code in codes:
+            why = (
+                f"{code.co_name} (code cell {code.co_filename[6:-1]}) ran past the time limit of {self.seconds:g} s "
+                "of CPU time earlier, so it was not run again"
+            )
+            retired = _retire(ns, [code], why)
+            if retired:
+                return {"cell": int(code.co_filename[6:-1]), "function": retired}
+        return {"cell": int(codes[0].co_filename[6:-1]) if codes else None, "function": None}
 
 
 def _where(err: BaseException) -> tuple[int | None, list]:
