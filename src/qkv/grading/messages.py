@@ -226,6 +226,11 @@ NOT_REPRODUCIBLE = _m(
     "NOT_REPRODUCIBLE",
     "two calls with the same seed gave different results: draw from a generator seeded with `seed`",
 )
+SAME_DRAWS = _m(
+    "SAME_DRAWS",
+    "at d_k = 1 the scaled and unscaled {stat} differ: measure both on the same draws (draw q and k once for "
+    "each d_k)",
+)
 TRAINED_TOO_LITTLE = _m(
     "TRAINED_TOO_LITTLE",
     "after training, the model reverses {accuracy} of the tokens of new sequences correctly; it needs {threshold}",
