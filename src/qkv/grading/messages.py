@@ -228,8 +228,7 @@ NOT_REPRODUCIBLE = _m(
 )
 SAME_DRAWS = _m(
     "SAME_DRAWS",
-    "at d_k = 1 the scaled and unscaled {stat} differ: measure both on the same draws (draw q and k once for "
-    "each d_k)",
+    "at d_k = 1 the scaled and unscaled {stat} differ: measure both on the same draws (draw q and k once for each d_k)",
 )
 TRAINED_TOO_LITTLE = _m(
     "TRAINED_TOO_LITTLE",
