@@ -106,9 +106,12 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
             finally:
                 timer.disarm()
         except BaseException as err:  # a failing cell does not stop the rest
-            if timer.ran_past(err):  # the cell used its time (whatever it called): the cell is charged, nothing else
+            if timer.ran_past(err) and timer.cell_over:  # the cell used its time: it is charged, and only it
                 send({"t": "stopped", "i": i, "seconds": cell_seconds})
                 return
+            # One call of the cell's that ran past a call's share (an endless loop?) stopped the cell only: later
+            # cells do not run that function again; graded calls of it still do, with their own time.
+            timer.retire(err, ns, cells_only=True)
             if not isinstance(err, NoInput):  # input() was noted; in Jupyter someone would have typed
                 send({"t": "cell", "i": i, "error": short(err)})
             if _is_memory(err):

@@ -68,8 +68,8 @@ class Shell:
     def run_line_magic(self, name: str, line: str):
         if name == "time":
             return self._run(line, expression=True)
-        if name == "timeit":
-            self._run(_timeit_statement(line), expression=True)
+        if name == "timeit":  # once, in a scope of its own (as IPython's timing function): its names do not stay
+            exec(compile(_timeit_statement(line), f"<cell {self.cell + 1}>", "exec"), self.ns, {})
             return None
         if name in SHELL:
             self.note("shell", f"%{name} {line}".strip())

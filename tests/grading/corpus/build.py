@@ -5,8 +5,8 @@ turn the completed lab (the released notebook with the solution's code in its an
 hands it in) into that submission, and what a fair teacher gives it. Edits:
 
 * ``{"function_name": "new source of the cell that defines it"}`` (dedented), as a student rewrites an answer;
-* ``add=[(after, source)]``: a new code cell after the one defining the function ``after`` (or graded as ``after``; ``None``:
-  after the setup cell), as a student adds a scratch cell.
+* ``add=[(after, source)]``: a new code cell after the one defining the function ``after`` (or graded as
+  ``after``, a lab's self-check cell; ``None``: after the setup cell), as a student adds a scratch cell.
 
 :func:`situations` adds the everyday situations every lab gets: never run, stale outputs, a renamed
 function, an error in an unrelated cell, the blank lab, another lab's notebook, one endless loop.
