@@ -111,7 +111,9 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
                 return
             # One call of the cell's that ran past a call's share (an endless loop?) stopped the cell only: later
             # cells do not run that function again; graded calls of it still do, with their own time.
-            timer.retire(err, ns, cells_only=True)
+            slow = timer.retire(err, ns, cells_only=True)
+            if slow is not None and slow["function"] is not None:
+                send({"t": "slow", **slow, "item": None})
             if not isinstance(err, NoInput):  # input() was noted; in Jupyter someone would have typed
                 send({"t": "cell", "i": i, "error": short(err)})
             if _is_memory(err):
