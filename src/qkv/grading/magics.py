@@ -15,16 +15,15 @@ in it are the notebook's (as in IPython) and the grader's analysis sees them.
 from __future__ import annotations
 
 import ast
-from functools import cache
+from functools import lru_cache
 
 INLINE = frozenset({"time", "capture", "prun"})  # cell magics whose body runs in the notebook's namespace
 
 
-@cache
-def _transform():
+def _transform(cell: str) -> str:
     from IPython.core.inputtransformer2 import TransformerManager
 
-    return TransformerManager().transform_cell
+    return TransformerManager().transform_cell(cell)  # one each time: grading threads share nothing
 
 
 def _cell_magic(python: str) -> tuple[str, str, str] | None:
@@ -39,12 +38,12 @@ def _cell_magic(python: str) -> tuple[str, str, str] | None:
     return (name, line, body) if all(isinstance(x, str) for x in (name, line, body)) else None
 
 
-@cache
+@lru_cache(maxsize=4096)  # a batch asks for each cell twice (the child's job, the analysis)
 def python_source(cell: str) -> str:
     """The Python IPython runs for ``cell``; a cell it cannot transform is returned unchanged (it fails to
     compile later, as it does in Jupyter)."""
     try:
-        python = _transform()(cell)
+        python = _transform(cell)
     except Exception:  # IPython's transformer raises on some malformed input (an unclosed string)
         return cell
     magic = _cell_magic(python)
