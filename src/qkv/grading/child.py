@@ -2,8 +2,9 @@
 
 Layer: sandbox side, above ``tripwires``, ``limits`` and ``shell``; runs inside the sandbox (forked by ``worker.py``),
 imports the standard library and the sandbox side below it (``protocol``, ``tripwires``, ``limits``, ``shell``); torch
-and numpy were imported by the worker. The cells arrive as Python (the grader transformed IPython's syntax). It writes plain arrays and short reports to its pipe; the grader trusts none of them: it
-compares values with its own reference and reads the rest only as feedback.
+and numpy were imported by the worker. The cells arrive as Python (the grader transformed IPython's syntax). It
+writes plain arrays and short reports to its pipe; the grader trusts none of them: it compares values with its own
+reference and reads the rest only as feedback.
 """
 
 from __future__ import annotations
