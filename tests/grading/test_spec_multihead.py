@@ -140,6 +140,25 @@ BUGS = {
         """,
         {"test_MultiHead"},
     ),
+    # Found by a trial (issue 19): every cross-attention check passed one tensor as key and value.
+    "module: values projected from the key": (
+        "MultiHead",
+        """
+        class MultiHead(nn.Module):
+            def __init__(self, d_model, num_heads):
+                super().__init__()
+                self.num_heads = num_heads
+                self.q_proj, self.k_proj = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+                self.v_proj, self.out_proj = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+            def forward(self, query, key=None, value=None):
+                key = query if key is None else key
+                value = key if value is None else value
+                q, k, v = split_heads(self.q_proj(query), self.num_heads), split_heads(self.k_proj(key), self.num_heads), split_heads(self.v_proj(key), self.num_heads)
+                w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+                return self.out_proj(merge_heads(w @ v)), w
+        """,
+        {"test_MultiHead"},
+    ),
     "module: weights averaged over heads": (
         "MultiHead",
         """

@@ -177,6 +177,23 @@ BUGS = {
         """,
         {"test_scaling_experiment"},
     ),
+    # Found by a trial (issue 19): fresh draws for the unscaled run keep the expected values, and the seed still
+    # reproduces both runs; the lab's contract is one set of draws per d_k (equal runs at d_k = 1).
+    "experiment draws fresh samples for the unscaled run": (
+        "scaling_experiment",
+        """
+        def scaling_experiment(d_k_values, num_queries=200, num_keys=64, seed=0):
+            g = torch.Generator().manual_seed(seed)
+            table = {f"{s}_{m}": [] for m in ("scaled", "unscaled") for s in ("max_weight", "entropy", "grad_norm")}
+            for d_k in d_k_values:
+                for mode, scale in (("scaled", True), ("unscaled", False)):
+                    q, k = torch.randn(num_queries, d_k, generator=g), torch.randn(num_keys, d_k, generator=g)
+                    for stat, value in saturation_stats(q, k, scale=scale).items():
+                        table[f"{stat}_{mode}"].append(value)
+            return {n: torch.tensor(v) for n, v in table.items()}
+        """,
+        {"test_scaling_experiment"},
+    ),
     "experiment ignores num_keys and the seed": (
         "scaling_experiment",
         """

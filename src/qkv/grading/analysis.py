@@ -18,7 +18,7 @@ lab's, and ordinary Python in the student's code (``getattr``/``setattr`` on the
 helpers, classes) is not a hatch: ``getattr`` or ``setattr`` is flagged only on an imported module with a
 computed name, or with a constant name that is forbidden or a hatch.
 
-Layer: grader side, the bottom; imports only the standard library (and IPython's cell transformer).
+Layer: grader side, above ``magics``; imports the standard library and ``magics`` (a cell as IPython runs it).
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ import ast
 import functools
 import threading
 from dataclasses import dataclass, field
+
+from .magics import python_source
 
 # Anywhere in a submission: ways to define or rebind code the grader cannot read, or to reach into the runtime.
 GLOBAL_HATCH_NAMES = {"exec", "eval", "compile", "globals", "__import__", "breakpoint", "vars", "locals"}
@@ -101,17 +103,11 @@ _PARSE_LOCK = threading.Lock()
 
 def _parse_cells(cells: list[str]) -> list[ast.Module | None]:
     """One tree per cell, None where a cell does not parse (it will not run either)."""
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-
-        transform = TransformerManager().transform_cell
-    except ImportError:  # pragma: no cover
-        transform = str
     trees = []
     for src in cells:
         try:
             with _PARSE_LOCK:
-                trees.append(ast.parse(transform(src)))
+                trees.append(ast.parse(python_source(src)))  # what the child runs
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             trees.append(None)
     return trees

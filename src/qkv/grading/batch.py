@@ -21,12 +21,14 @@ from . import bwrap, sandbox
 from .atomic import write_atomic
 from .fingerprint import spec_fingerprint
 from .lab import GradeError, Lab, looks_like, the_courses
+from .magics import python_source
 from .protocol import read_messages
 from .results import Result
-from .scoring import WORKER_FAILED, Prepared, cell_errors, prepare, score, status_of
+from .scoring import WORKER_FAILED, Prepared, cell_errors, notes, prepare, score, status_of
 from .submissions import Entry, discover, parse_notebook, written_answer
 
-CALL_SHARE = 8  # by default, one cell or one graded call may use 1/CALL_SHARE of the time limit in CPU seconds
+CALL_SHARE = 8  # by default, one graded call may use 1/CALL_SHARE of the time limit in CPU seconds
+CELL_CALLS = 4  # and one cell CELL_CALLS times a call's share: an explore cell that trains is no endless loop
 
 
 def default_jobs() -> int:
@@ -62,12 +64,14 @@ def grade_entry(
         res.answers[m.grade_id] = written_answer(cells, lab, m.grade_id)
     code = [c["source"] for c in cells if c["type"] == "code"]
     own = [not the_courses(c, lab) for c in cells if c["type"] == "code"]  # the cells the student wrote or changed
+    call_timeout = call_timeout or timeout / CALL_SHARE
     job = {
-        "cells": code,
+        "cells": [python_source(src) for src in code],  # as IPython runs them (magics, shell escapes)
         "own": own,
         "timeout": timeout,
         "memory_mb": memory,
-        "call_timeout": call_timeout or timeout / CALL_SHARE,
+        "call_timeout": call_timeout,
+        "cell_timeout": call_timeout * CELL_CALLS,
         "items": [
             {
                 "grade_id": p.item.grade_id,
@@ -86,7 +90,8 @@ def grade_entry(
     assert worker is not None
     header, raw = worker.run(job)
     msgs = read_messages(raw)
-    res.status, res.note = status_of(header, msgs)
+    res.status, res.note = status_of(header, msgs, code)
+    res.note = "; ".join([res.note] * bool(res.note) + notes(msgs))
     res.wall = header.get("wall", 0.0)
     res.items = score(prepared, msgs, code, lab.released | {src.strip() for src, mine in zip(code, own) if not mine})
     res.cell_errors = cell_errors(msgs, own)
@@ -158,8 +163,9 @@ def grade_folder(
     """Every student under ``submissions`` graded, cached in ``out/results``: the results sorted by student, and
     the run's record (``out/run.json``).
 
-    ``timeout``: wall-clock seconds per submission; ``call_timeout``: CPU seconds one cell or one graded call
-    may use before it is stopped (default ``timeout / CALL_SHARE``): a looping function costs only its items.
+    ``timeout``: wall-clock seconds per submission; ``call_timeout``: CPU seconds one graded call may use before
+    it is stopped (default ``timeout / CALL_SHARE``): a looping function costs only its items; one cell may use
+    CELL_CALLS times as much (a cell that runs past it stops the notebook there, charged to that cell).
     ``seed``: the inputs' seed for a new ``out`` (default: random); ``fresh``: forget what ``out`` holds."""
     entries = discover(submissions, lab.lab)
     out = Path(out)

@@ -75,22 +75,14 @@ def bwrap_command(bwrap: str, lib: Path, program: list[str]) -> list[str]:
         "--unshare-cgroup-try",
         "--die-with-parent",
         "--new-session",
-        "--proc",
-        "/proc",
-        "--dev",
-        "/dev",
-        "--tmpfs",
-        "/tmp",
-        "--ro-bind",
-        "/usr",
-        "/usr",
     ]
+    mounts = [("--proc", "/proc"), ("--dev", "/dev"), ("--tmpfs", "/tmp"), ("--ro-bind", "/usr", "/usr")]
     for top in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         p = Path("/") / top
         if p.is_symlink():
-            cmd += ["--symlink", os.readlink(p), f"/{top}"]
+            mounts.append(("--symlink", os.readlink(p), f"/{top}"))
         elif p.is_dir():
-            cmd += ["--ro-bind", str(p), f"/{top}"]
+            mounts.append(("--ro-bind", str(p), f"/{top}"))
     for etc in (
         "/etc/ld.so.cache",
         "/etc/ld.so.conf",
@@ -100,18 +92,33 @@ def bwrap_command(bwrap: str, lib: Path, program: list[str]) -> list[str]:
         "/etc/localtime",
     ):
         if os.path.exists(etc):
-            cmd += ["--ro-bind", etc, etc]
-    made = {"/", "/usr", "/tmp", "/proc", "/dev", "/etc", "/opt"}
-    for root in _runtime_roots():
-        # bubblewrap creates a bind's missing parent folders mode 0700: the unprivileged child could not
-        # enter them and would see only the modules the worker imported. Make them 0755 first (they hold
-        # nothing but the read-only binds below).
-        for parent in reversed(Path(root).parents):
-            if str(parent) not in made:
+            mounts.append(("--ro-bind", etc, etc))
+    mounts += [("--ro-bind", root, root) for root in _runtime_roots()]
+    mounts.append(("--ro-bind", str(lib), INSIDE))
+    return cmd + _with_parents(mounts) + ["--chdir", "/tmp"] + _rights(program)
+
+
+def _with_parents(mounts: list[tuple[str, ...]]) -> list[str]:
+    """The mounts' arguments, each preceded by a mode-0755 ``--dir`` for every parent folder of it that no
+    mount provides. Bubblewrap creates a missing parent with the grader's umask (0700 under umask 077) or, in
+    some versions, 0700 outright: the unprivileged child could not enter it (``/opt`` of ``/opt/qkv-grader``,
+    ``/etc``, ``/root`` of a runtime under ``/root``) and would see only the modules the worker imported."""
+    targets = {m[-1] for m in mounts}
+    made: set[str] = {"/"}
+    args: list[str] = []
+    for m in mounts:
+        for parent in reversed(Path(m[-1]).parents):
+            if str(parent) not in made and str(parent) not in targets:
                 made.add(str(parent))
-                cmd += ["--perms", "0755", "--dir", str(parent)]
-        cmd += ["--ro-bind", root, root]
-    cmd += ["--ro-bind", str(lib), INSIDE, "--chdir", "/tmp"]
+                args += ["--perms", "0755", "--dir", str(parent)]
+        args += list(m)
+    return args
+
+
+def _rights(program: list[str]) -> list[str]:
+    """The worker's capabilities (as root: only those it needs to drop to the children's uids), its
+    environment, and the program."""
+    cmd: list[str] = []
     if os.geteuid() == 0:
         cmd += [
             "--cap-drop",

@@ -1,9 +1,10 @@
 """The child: one submission's code cells run in order, then the student's functions called on the grader's inputs.
 
-Layer: sandbox side, above ``tripwires`` and ``limits``; runs inside the sandbox (forked by ``worker.py``), imports
-the standard library and the sandbox side below it (``protocol``, ``tripwires``, ``limits``); torch and numpy were
-imported by the worker. It writes plain arrays and short reports to its pipe; the grader trusts none of them: it
-compares values with its own reference and reads the rest only as feedback.
+Layer: sandbox side, above ``tripwires``, ``limits`` and ``shell``; runs inside the sandbox (forked by ``worker.py``),
+imports the standard library and the sandbox side below it (``protocol``, ``tripwires``, ``limits``, ``shell``); torch
+and numpy were imported by the worker. The cells arrive as Python (the grader transformed IPython's syntax). It
+writes plain arrays and short reports to its pipe; the grader trusts none of them: it compares values with its own
+reference and reads the rest only as feedback.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from contextlib import contextmanager
 
 from .limits import CallTimer, TimeLimit, confine
 from .protocol import MAX_LEAF, write_frame
+from .shell import NoInput, Shell
 from .standins import StandIns
 from .tripwires import GRADER_FILE, ForbiddenCall, Tripwires
 
@@ -71,13 +73,6 @@ def _quiet_display(*args, **kwargs):
     return None
 
 
-class _IPythonStub:
-    """``get_ipython()`` in the sandbox: magics and shell escapes do nothing."""
-
-    def __getattr__(self, name):
-        return lambda *args, **kwargs: None
-
-
 def sender(fd: int):
     """``send(msg)``: one framed JSON message to ``fd``, with ``os.write`` and ``json.dumps`` kept from now
     (patching them later changes nothing here)."""
@@ -98,36 +93,35 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
     own = job.get("own") or [True] * len(job["cells"])
     wires.course |= {f"<cell {i + 1}>" for i, mine in enumerate(own) if not mine}  # the course's cells
     sys.addaudithook(wires.audit)
-
-    from IPython.core.inputtransformer2 import TransformerManager
-
-    transform = TransformerManager().transform_cell
-    ns = {
-        "__name__": "__main__",
-        "__builtins__": builtins,
-        "get_ipython": _IPythonStub,
-        "display": _quiet_display,
-        "print": _quiet_print,
-    }
+    ns = {"__name__": "__main__", "__builtins__": builtins, "display": _quiet_display, "print": _quiet_print}
+    shell = ns["get_ipython"] = Shell(ns, send)
+    ns["input"] = shell.input
     timer = CallTimer(float(job.get("call_timeout") or 0))
+    cell_seconds = float(job.get("cell_timeout") or 0)
 
-    for i, src in enumerate(job["cells"]):  # nothing is forbidden in the cells themselves: only graded calls count
+    # Python already: the grader transformed the magics (magics.py); nothing is forbidden in the cells themselves,
+    # only graded calls count
+    for i, src in enumerate(job["cells"]):
+        shell.cell = i
         send({"t": "at", "i": i})
         try:
-            code = compile(transform(src), f"<cell {i + 1}>", "exec")
-            timer.arm()
+            code = compile(src, f"<cell {i + 1}>", "exec")
+            timer.arm(cell_seconds)
             try:
                 exec(code, ns)
             finally:
                 timer.disarm()
         except BaseException as err:  # a failing cell does not stop the rest
-            slow = timer.ran_past(err, ns)
-            if slow is not None and slow["function"] is None:  # an endless loop at the top level: stop here
-                send({"t": "stopped", "i": i})
+            if timer.ran_past(err) and timer.cell_over:  # the cell used its time: it is charged, and only it
+                send({"t": "stopped", "i": i, "seconds": cell_seconds})
                 return
-            if slow is not None:
+            # One call of the cell's that ran past a call's share (an endless loop?) stopped the cell only: later
+            # cells do not run that function again; graded calls of it still do, with their own time.
+            slow = timer.retire(err, ns, cells_only=True)
+            if slow is not None and slow["function"] is not None:
                 send({"t": "slow", **slow, "item": None})
-            send({"t": "cell", "i": i, "error": short(err)})
+            if not isinstance(err, NoInput):  # input() was noted; in Jupyter someone would have typed
+                send({"t": "cell", "i": i, "error": short(err)})
             if _is_memory(err):
                 send({"t": "memory"})
 
@@ -176,7 +170,7 @@ def _cases(item: dict, call, ns: dict, wires: Tripwires, timer: CallTimer, send)
                 msg["unreadable"] = True
                 raise err
         except BaseException as err:
-            slow = timer.ran_past(err, ns)
+            slow = timer.retire(err, ns)  # the function the grader called is the one that used the time
             if slow is not None:
                 slow["function"] = slow["function"] or item["function"]
                 send({"t": "slow", **slow, "item": item["grade_id"]})

@@ -60,8 +60,9 @@ def add_parsers(sub) -> None:
         "--call-timeout",
         type=float,
         default=None,
-        help="CPU seconds one cell or one call of a graded function may use (default: --timeout / 8); "
-        "a function that loops loses only the items that call it",
+        help="CPU seconds one call of a graded function (or of the student's functions from a cell) may use "
+        "(default: --timeout / 8), a whole cell 4 times as much; a function that loops loses only the items "
+        "that call it",
     )
     p.add_argument("--memory", type=int, default=4096, help="memory per submission in MB (default 4096)")
     p.add_argument("--fresh", action="store_true", help="forget earlier results in --out and draw a new seed")

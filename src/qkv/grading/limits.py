@@ -2,8 +2,8 @@
 
 Layer: sandbox side, above ``protocol``; runs inside the sandbox, imports only the standard library (nothing of the
 grader). :func:`confine` is the first thing a forked child does; :class:`CallTimer` stops a cell or a call that runs
-past its share of CPU time, and :meth:`CallTimer.ran_past` retires the student's function that did, so that a looping function
-costs only the items that call it.
+past its share of CPU time, and :meth:`CallTimer.retire` retires the student's function that a graded call ran past
+its limit in, so that a looping function costs only the items that call it.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import resource
 import signal
+from time import process_time  # bound here: a cell that patches time.process_time changes nothing
 
 NPROC = 64  # processes (threads included) one submission's uid may have
 MAX_FILE = 64 * 1024 * 1024  # bytes of one file it writes
@@ -72,37 +73,81 @@ def confine(fd: int, job: dict, cfg: dict) -> int:
 
 class CallTimer:
     """CPU time, not wall-clock time: an endless loop burns CPU, while a busy machine only stretches the wall
-    clock (a limit on it would stop correct code under load). The worker's wall-clock deadline still holds."""
+    clock (a limit on it would stop correct code under load). The worker's wall-clock deadline still holds.
+
+    ``arm()`` gives a graded call ``seconds``. ``arm(cell_seconds)`` gives a cell ``cell_seconds`` in all, and
+    each call the cell makes to a function of the student's ``seconds``: a tick watches the outermost such call
+    running, so a cell that trains (many short calls) runs on while one call that never returns is stopped."""
 
     def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
+        self.seconds = self.armed = seconds
+        self.start, self.cell, self.watch = 0.0, False, (None, 0.0)
+        self.cell_over = False  # the cell's own limit ran out (not one call's)
 
     def _alarm(self, signum, frame):
-        raise TimeLimit(f"ran past the time limit of {self.seconds:g} s of CPU time")
+        used = process_time() - self.start
+        if not self.cell or used >= self.armed:
+            self.cell_over = self.cell
+            raise TimeLimit(f"ran past the time limit of {self.armed:g} s of CPU time")
+        outer = _outermost_call(frame)
+        if outer is None or outer is not self.watch[0]:
+            self.watch = (outer, used)  # a new call (or none): watched from now
+        elif used - self.watch[1] >= self.seconds:
+            self.watch = (None, used)
+            raise TimeLimit(f"ran past the time limit of {self.seconds:g} s of CPU time")
 
-    def arm(self) -> None:
-        if self.seconds > 0:
+    def arm(self, cell_seconds: float | None = None) -> None:
+        self.cell = cell_seconds is not None
+        self.armed = cell_seconds if self.cell else self.seconds
+        self.start, self.watch, self.cell_over = process_time(), (None, 0.0), False
+        if self.armed > 0:
             signal.signal(signal.SIGPROF, self._alarm)  # again each time: the student's code may have changed it
-            signal.setitimer(signal.ITIMER_PROF, self.seconds, 1.0)  # and again every second if the first is swallowed
+            first = min(self.seconds, self.armed) / 4 if self.cell else self.armed
+            # then every quarter of a call's share in a cell, or every second if a graded call swallows the first
+            signal.setitimer(signal.ITIMER_PROF, first, first if self.cell else 1.0)
 
     def disarm(self) -> None:
         signal.setitimer(signal.ITIMER_PROF, 0)
+        self.watch = (None, 0.0)
 
-    def ran_past(self, err: BaseException, ns: dict) -> dict | None:
-        """When ``err`` is this timer's: ``{"cell", "function"}`` (function None: the cell's own top level
-        looped), with that function retired from ``ns``. None for any other error."""
-        if not isinstance(err, TimeLimit) or not str(err).startswith("ran past"):
+    @staticmethod
+    def ran_past(err: BaseException) -> bool:
+        """Whether ``err`` is this timer's (not a function retired earlier, nor a student's TimeLimit)."""
+        return isinstance(err, TimeLimit) and str(err).startswith("ran past")
+
+    def retire(self, err: BaseException, ns: dict, *, cells_only: bool = False) -> dict | None:
+        """When ``err`` is this timer's: ``{"cell", "function"}``, the student's function that the call entered
+        first (the one the grader called, the method its call ran, the one the cell called), retired from ``ns``
+        so that it is not run again; function None when none of the student's functions was running. Which
+        helper the time ran out in is chance and is never charged. ``cells_only``: one call from a cell ran past
+        a call's share: later cells do not run it again, graded calls still do, with their own time. None for
+        any other error."""
+        if not self.ran_past(err):
             return None
-        cell, codes = _where(err)
-        if not codes:
-            return {"cell": cell, "function": None}
-        name = codes[0].co_name
-        why = (
-            f"{name} (code cell {cell}) ran past the time limit of {self.seconds:g} s of CPU time earlier, "
-            "so it was not run again"
-        )
-        retired = _retire(ns, codes, why)
-        return {"cell": int(codes[0].co_filename[6:-1]), "function": retired or name}
+        codes = _where(err)[1][::-1]  # outermost first
+        for code in codes:
+            why = (
+                f"{code.co_name} (code cell {code.co_filename[6:-1]}) ran past the time limit of {self.seconds:g} s "
+                "of CPU time earlier, so it was not run again"
+            )
+            retired = _retire(ns, code, why, self if cells_only else None)
+            if retired:
+                return {"cell": int(code.co_filename[6:-1]), "function": retired}
+        return {"cell": int(codes[0].co_filename[6:-1]) if codes else None, "function": None}
+
+
+def _outermost_call(frame) -> object | None:
+    """The frame of the outermost call of a student's function that the running cell made (None: the cell's
+    own top level is running, or a library function it called directly)."""
+    outer = None
+    while frame is not None:
+        name = frame.f_code.co_filename
+        if name.startswith("<cell ") and name.endswith(">"):
+            if frame.f_code.co_name == "<module>":
+                return outer
+            outer = frame
+        frame = frame.f_back
+    return None
 
 
 def _where(err: BaseException) -> tuple[int | None, list]:
@@ -128,27 +173,35 @@ def _where(err: BaseException) -> tuple[int | None, list]:
     return cell, codes
 
 
-def _retire(ns: dict, codes: list, why: str) -> str | None:
-    """Replace the first of the student's functions (or methods) in ``codes`` found in the namespace by
-    one that raises at once: a function that looped is not run again. Returns its name."""
+def _retire(ns: dict, code, why: str, cells: CallTimer | None) -> str | None:
+    """Replace the student's function (or method) whose code is ``code``, under every name the namespace binds
+    it to, by one that raises at once (while ``cells`` runs a cell, if given; else always). Returns its name."""
 
-    def stub(*args, **kwargs):
-        raise TimeLimit(why)
+    def stub_for(original):
+        def stub(*args, **kwargs):
+            if cells is None or cells.cell:
+                raise TimeLimit(why)
+            return original(*args, **kwargs)
 
-    for code in codes:
-        found = []
-        for key, obj in list(ns.items()):  # every name it is bound to (``_dot = dot_scores``)
-            try:
-                if getattr(obj, "__code__", None) is code:
-                    ns[key] = stub
-                    found.append(key)
-                elif isinstance(obj, type):
-                    for attr, fn in list(vars(obj).items()):
-                        if getattr(fn, "__code__", None) is code:
-                            setattr(obj, attr, stub)
-                            found.append(f"{key}.{attr}")
-            except Exception:  # a class of the student's that refuses: leave it, the worker's deadline holds
-                continue
-        if found:
-            return code.co_name if code.co_name in found else found[0]
+        stub.retired_code = code  # a stub for cells only is replaced in its turn when a graded call runs past
+        return stub
+
+    def same(fn) -> bool:
+        return getattr(fn, "__code__", None) is code or getattr(fn, "retired_code", None) is code
+
+    found = []
+    for key, obj in list(ns.items()):  # every name it is bound to (``_dot = dot_scores``)
+        try:
+            if same(obj):
+                ns[key] = stub_for(obj)
+                found.append(key)
+            elif isinstance(obj, type):
+                for attr, fn in list(vars(obj).items()):
+                    if same(fn):
+                        setattr(obj, attr, stub_for(fn))
+                        found.append(f"{key}.{attr}")
+        except Exception:  # a class of the student's that refuses: leave it, the worker's deadline holds
+            continue
+    if found:
+        return code.co_name if code.co_name in found else found[0]
     return None

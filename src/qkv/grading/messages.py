@@ -146,8 +146,8 @@ UNREADABLE = _m("UNREADABLE", "unreadable: {error}")
 WRONG_LAB = _m("WRONG_LAB", "this is a notebook of the lab {other}, not of {lab}")
 CELL_STOPPED = _m(
     "CELL_STOPPED",
-    "code cell {cell} was still running at its time limit (an endless loop at the top level of the cell?); "
-    "the notebook stopped there",
+    "code cell {cell} ({line}) was still running at its time limit of {seconds} s of CPU time (an endless "
+    "loop?); the notebook stopped there",
 )
 STILL_RUNNING = _m("STILL_RUNNING", "the notebook was still running at the time limit (an endless loop?)")
 STILL_RUNNING_AT = _m(
@@ -168,6 +168,12 @@ SLOW_STOPPED = _m(
 )
 FUNCTION_IN_CELL = _m("FUNCTION_IN_CELL", "{function} (code cell {cell})")
 GRADER_ERROR = _m("GRADER_ERROR", "grader error: {error}")
+SHELL_SKIPPED = _m("SHELL_SKIPPED", "code cell {cell} runs the shell command {command}, which the grader skips")
+MAGIC_SKIPPED = _m("MAGIC_SKIPPED", "code cell {cell} uses the magic {command}, which the grader does not run")
+INPUT_ANSWERED = _m(
+    "INPUT_ANSWERED", "code cell {cell} calls input(): the grader answers with end of file (nobody types there)"
+)
+NOTE_AND_NOTE = _m("NOTE_AND_NOTE", "{note}; {why}")
 CELL_ERROR = _m("CELL_ERROR", "code cell {cell}: {error}")
 
 # --- one exercise's lines in the feedback
@@ -219,6 +225,10 @@ WRONG_VALUES = _m("WRONG_VALUES", "{where} is wrong in {bad} of {size} entries (
 NOT_REPRODUCIBLE = _m(
     "NOT_REPRODUCIBLE",
     "two calls with the same seed gave different results: draw from a generator seeded with `seed`",
+)
+SAME_DRAWS = _m(
+    "SAME_DRAWS",
+    "at d_k = 1 the scaled and unscaled {stat} differ: measure both on the same draws (draw q and k once for each d_k)",
 )
 TRAINED_TOO_LITTLE = _m(
     "TRAINED_TOO_LITTLE",

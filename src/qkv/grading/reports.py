@@ -15,6 +15,7 @@ import hashlib
 import html
 import io
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -97,6 +98,11 @@ def write_csv(out: Path, lab: Lab, results: list[Result] | list[dict], manual: d
     write_atomic(out / "grades.csv", buf.getvalue())
 
 
+def _code(escaped: str) -> str:
+    """`quoted` code in an escaped note (a cell's first line, a shell command) shown as code."""
+    return re.sub(r"`([^`<>]+)`", r"<code>\1</code>", escaped)
+
+
 def feedback_html(res: Result | dict, lab: Lab, entered: dict[str, float], t: Translator = EN) -> str:
     res = Result.of(res)
     e = html.escape
@@ -106,7 +112,7 @@ def feedback_html(res: Result | dict, lab: Lab, entered: dict[str, float], t: Tr
     parts = [
         f"<h1>{e(t(M.FEEDBACK_TITLE, lab=lab.lab, student=res.student))}</h1>",
         f"<p><strong>{e(t(M.POINTS, total=f'{total:g}', maximum=f'{maximum:g}'))}</strong> "
-        f"{e(t(M.AUTOGRADED_AND_BY_HAND if entered else M.AUTOGRADED))} {e(state)}</p>",
+        f"{e(t(M.AUTOGRADED_AND_BY_HAND if entered else M.AUTOGRADED))} {_code(e(state))}</p>",
     ]
     if res.status in ("malformed", "ambiguous", "duplicate", "wrong_lab"):
         parts.append(f"<p>{e(t(M.NOT_GRADABLE))}</p>")

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from . import analysis
 from .compare import compare, to_float64, to_leaves
 from .lab import Lab
-from .messages import WORKER_FAILED
+from .messages import INPUT_ANSWERED, MAGIC_SKIPPED, SHELL_SKIPPED, WORKER_FAILED
 from .results import ItemResult, decode_value
 from .spec import Item, item_generator
 
@@ -145,15 +145,25 @@ def slow_functions(msgs: list[dict]) -> list[str]:
     return out[:10]
 
 
-def status_of(header: dict, msgs: list[dict]) -> tuple[str, str]:
-    """The submission's status and the note that explains it, from the worker's header and the child's messages."""
+def _first_line(cells: list[str], n: int) -> str:
+    """Code cell ``n`` (1-based) by its first line, quoted, for feedback."""
+    src = cells[n - 1] if 0 < n <= len(cells) else ""
+    line = next((x.strip() for x in src.splitlines() if x.strip()), "")
+    return f"`{line[:57]}...`" if len(line) > 60 else f"`{line}`"
+
+
+def status_of(header: dict, msgs: list[dict], cells: list[str] = ()) -> tuple[str, str]:  # type: ignore[assignment]
+    """The submission's status and the note that explains it, from the worker's header and the child's messages
+    (``cells``: the notebook's code cells, to name a cell by its first line)."""
     state = header.get("state")
     sig = header.get("signal")
     stopped = _cell_no(msgs, "stopped")
     if stopped is not None:
+        seconds = next((m.get("seconds") for m in msgs if m.get("t") == "stopped"), 0)
+        seconds = f"{seconds:g}" if isinstance(seconds, (int, float)) else "?"
         return "timeout", (
-            f"code cell {stopped} was still running at its time limit (an endless loop at the top "
-            "level of the cell?); the notebook stopped there"
+            f"code cell {stopped} ({_first_line(list(cells), stopped)}) was still running at its time limit of "
+            f"{seconds} s of CPU time (an endless loop?); the notebook stopped there"
         )
     if state == "timeout" or sig == 24:  # SIGXCPU: the CPU-time limit
         at = _cell_no(msgs, "at")
@@ -188,3 +198,19 @@ def cell_errors(msgs: list[dict], own: list[bool]) -> list[str]:
         for m in msgs
         if m.get("t") == "cell" and isinstance(m.get("i"), int) and 0 <= m["i"] < len(own) and own[m["i"]]
     ][:20]
+
+
+def notes(msgs: list[dict]) -> list[str]:
+    """What the grader did not run as Jupyter would have (shell commands, unknown magics, ``input()``), once each."""
+    out: list[str] = []
+    for m in msgs:
+        if m.get("t") != "note" or not isinstance(m.get("i"), int) or not isinstance(m.get("text"), str):
+            continue
+        cell, text = m["i"] + 1, "`" + m["text"][:80].replace("`", "'") + "`"
+        if m.get("kind") == "input":
+            line = INPUT_ANSWERED.format(cell=cell)
+        else:
+            line = (SHELL_SKIPPED if m.get("kind") == "shell" else MAGIC_SKIPPED).format(cell=cell, command=text)
+        if line not in out:
+            out.append(line)
+    return out[:10]

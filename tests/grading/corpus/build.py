@@ -5,8 +5,8 @@ turn the completed lab (the released notebook with the solution's code in its an
 hands it in) into that submission, and what a fair teacher gives it. Edits:
 
 * ``{"function_name": "new source of the cell that defines it"}`` (dedented), as a student rewrites an answer;
-* ``add=[(after_function, source)]``: a new code cell after the one defining ``after_function`` (``None``:
-  after the setup cell), as a student adds a scratch cell;
+* ``add=[(after, source)]``: a new code cell after the one defining the function ``after`` (or graded as
+  ``after``, a lab's self-check cell; ``None``: after the setup cell), as a student adds a scratch cell;
 * ``release=[(grade_id, old, new)]``: the locked cell ``grade_id`` as an earlier release of the lab had it (its
   text ``old`` replaced by ``new``, its nbgrader checksum computed by nbgrader for the new source).
 
@@ -54,15 +54,20 @@ def _defines(cell: dict, name: str) -> bool:
 
 
 def add_cell(nb: dict, after: str | None, source: str, cid: str) -> dict:
-    """A copy of ``nb`` with a new code cell after the cell defining ``after`` (None: after the setup cell)."""
+    """A copy of ``nb`` with a new code cell after the cell defining ``after`` or graded as ``after`` (None:
+    after the setup cell)."""
     nb = copy.deepcopy(nb)
     cells = nb["cells"]
     if after is None:
         at = next(
             i for i, c in enumerate(cells) if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "setup"
         )
-    else:
-        at = next(i for i, c in enumerate(cells) if _defines(c, after))
+    else:  # the cell defining ``after``, or the cell with that nbgrader grade_id (a lab's self-check cell)
+        at = next(
+            i
+            for i, c in enumerate(cells)
+            if _defines(c, after) or c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == after
+        )
     cells.insert(at + 1, new_code_cell(source.strip("\n") + "\n", id=cid))
     return nb
 

@@ -3,6 +3,9 @@
 from build import Sub
 
 LAST = ("MultiHead", "test_MultiHead", "d_model, num_heads")  # the looping version loops in __init__
+# CPU seconds one graded call may use in this lab's batch (a cell: 4 times as much): low, so that the explore cell
+# that trains longer than a call may take stays short. Every graded call here takes milliseconds.
+CALL_TIMEOUT = 2
 
 CORPUS = {
     # --- correct alternatives -----------------------------------------------------------------------------
@@ -225,5 +228,54 @@ CORPUS = {
         },
         lose={"test_MultiHead"},
         why="a forbidden torch.nn.MultiheadAttention inside",
+    ),
+    # --- found by a trial (issue 19) -------------------------------------------------------------------------
+    "values_from_the_key": Sub(
+        {
+            "MultiHead": """
+        class MultiHead(nn.Module):
+            def __init__(self, d_model, num_heads):
+                super().__init__()
+                self.num_heads = num_heads
+                self.q_proj, self.k_proj = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+                self.v_proj, self.out_proj = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+
+            def forward(self, query, key=None, value=None):
+                key = query if key is None else key
+                value = key if value is None else value
+                q = split_heads(self.q_proj(query), self.num_heads)
+                k = split_heads(self.k_proj(key), self.num_heads)
+                v = split_heads(self.v_proj(key), self.num_heads)  # the key, not the value
+                weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+                return self.out_proj(merge_heads(weights @ v)), weights
+        """
+        },
+        lose={"test_MultiHead"},
+        why="v_proj(key): kept full marks while every check passed one tensor as key and value",
+    ),
+    "explore_cell_trains_long": Sub(
+        add=(
+            (
+                "MultiHead",
+                """
+import time
+
+torch.manual_seed(0)
+layer = MultiHead(16, 4)
+opt = torch.optim.SGD(layer.parameters(), lr=1e-2)
+x, target = torch.randn(8, 10, 16), torch.randn(8, 10, 16)
+start, steps = time.process_time(), 0
+while time.process_time() - start < 1.5 * CALL_TIMEOUT:  # longer than one graded call may take
+    out, _ = layer(x)
+    loss = ((out - target) ** 2).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    steps += 1
+print(steps, loss.item())
+""".replace("CALL_TIMEOUT", str(CALL_TIMEOUT)),
+            ),
+        ),
+        why="an explore cell that trains the student's layer for longer than one graded call may take",
     ),
 }

@@ -203,4 +203,53 @@ CORPUS = {
         lose={"test_scaling_experiment"},
         why="the unscaled curves are the scaled ones",
     ),
+    # --- found by a trial (issue 19) -------------------------------------------------------------------------
+    "solution_under_time_magic": Sub(
+        {
+            "scaling_experiment": """
+        %%time
+        def scaling_experiment(d_k_values, num_queries=200, num_keys=64, seed=0):
+            g = torch.Generator().manual_seed(seed)
+            table = {f"{s}_{m}": [] for m in ("scaled", "unscaled") for s in ("max_weight", "entropy", "grad_norm")}
+            for d_k in d_k_values:
+                q = torch.randn(num_queries, d_k, generator=g)  # (N, d_k)
+                k = torch.randn(num_keys, d_k, generator=g)  # (S, d_k)
+                for mode, scale in (("scaled", True), ("unscaled", False)):
+                    for stat, value in saturation_stats(q, k, scale=scale).items():
+                        table[f"{stat}_{mode}"].append(value)
+            return {name: torch.tensor(values) for name, values in table.items()}
+        """
+        },
+        why="the solution in a cell run under %%time (IPython runs the body; it defines the function)",
+    ),
+    "pip_input_and_magics": Sub(
+        add=(
+            (None, "!pip install torch matplotlib\n%matplotlib inline\n%load_ext autoreload\n%autoreload 2"),
+            ("scaled_scores", "name = input('Your name: ')\nprint('Hello', name)"),
+            (
+                "scaled_scores",
+                "%timeit scaled_scores(torch.randn(4, 8), torch.randn(5, 8))\n"
+                "s = %time scaled_scores(torch.randn(2, 8), torch.randn(3, 8))\nassert s.shape == (2, 3)",
+            ),
+            ("saturation_stats", "%%capture captured\nprint(saturation_stats(torch.randn(5, 4), torch.randn(3, 4)))"),
+        ),
+        why="a shell escape, set-up magics, input(), %timeit, %time with a value, %%capture: run as IPython runs them",
+    ),
+    "experiment_fresh_draws_unscaled": Sub(
+        {
+            "scaling_experiment": """
+        def scaling_experiment(d_k_values, num_queries=200, num_keys=64, seed=0):
+            g = torch.Generator().manual_seed(seed)
+            table = {f"{s}_{m}": [] for m in ("scaled", "unscaled") for s in ("max_weight", "entropy", "grad_norm")}
+            for d_k in d_k_values:
+                for mode, scale in (("scaled", True), ("unscaled", False)):
+                    q, k = torch.randn(num_queries, d_k, generator=g), torch.randn(num_keys, d_k, generator=g)
+                    for stat, value in saturation_stats(q, k, scale=scale).items():
+                        table[f"{stat}_{mode}"].append(value)
+            return {n: torch.tensor(v) for n, v in table.items()}
+        """
+        },
+        lose={"test_scaling_experiment"},
+        why="fresh draws for the unscaled run (the lab asks for the same draws): nbgrader took the 2 points",
+    ),
 }

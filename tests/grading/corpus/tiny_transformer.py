@@ -209,4 +209,14 @@ CORPUS = {
         lose={"test_train_reversal"},
         why="tensors with grad as losses, where the lab asks for floats",
     ),
+    # --- found by a trial (issue 19) -------------------------------------------------------------------------
+    "uses_selfcheck_variables": Sub(
+        add=(
+            (
+                "test_train_reversal",
+                "print({name: tuple(t.shape) for name, t in p_train.items()})\nprint('last loss', losses[-1])",
+            ),
+        ),
+        why="an explore cell reads p_train, which the lab's self-check cell (it imports qkv.selfcheck) defines",
+    ),
 }

@@ -85,10 +85,10 @@ def module_cases(g: torch.Generator) -> list[Case]:
         if S is None:
             cases.append(Case((d, H, state, query), label=f"self-attention (key and value left out), {H} heads"))
         else:
-            memory = randn(g, B, S, d)
+            key, value = randn(g, B, S, d), randn(g, B, S, d)  # distinct: v_proj(key) must not pass
             cases.append(
                 Case(
-                    (d, H, state, query, memory, memory),
+                    (d, H, state, query, key, value),
                     label=f"cross-attention, L = {L} queries, S = {S} keys, {H} heads",
                 )
             )

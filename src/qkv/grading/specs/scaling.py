@@ -143,8 +143,31 @@ def experiment_cases(g: torch.Generator) -> list[Case]:
             ([256, 1024],),
             {"num_queries": 401, "num_keys": 128, "seed": _seed(g)},
             label="d_k = 256 and 1024, 401 queries, 128 keys, run twice with one seed",
-        )
+        ),
+        # The lab's contract (and its self-check): both runs on the same draws, so at d_k = 1, where sqrt(d_k) = 1,
+        # the scaled and unscaled statistics are equal exactly (_same_draws). The estimates at d_k = 1 spread less
+        # than at 256 (scores of variance 1 either way).
+        Case(
+            ([1, 256],),
+            {"num_queries": 401, "num_keys": 128, "seed": _seed(g)},
+            label="d_k = 1 and 256: the scaled and unscaled runs on the same draws",
+        ),
     ]
+
+
+def _same_draws(case, got, expected):
+    """Reproducible with the seed, and at d_k = 1 the two runs equal: the unscaled run used the same draws."""
+    reproducible = _same_twice(case, got, expected)
+    if reproducible or 1 not in case.args[0]:
+        return reproducible
+    first, at = got[0], list(case.args[0]).index(1)
+    for n, stat in enumerate(STATS):
+        if np.ravel(first[n])[at] != np.ravel(first[n + len(STATS)])[at]:
+            return (
+                f"at d_k = 1 the scaled and unscaled {stat} differ: measure both on the same draws "
+                "(draw q and k once for each d_k)"
+            )
+    return None
 
 
 def experiment_twice(scaling_experiment, d_k_values, **kwargs):
@@ -224,7 +247,7 @@ SPEC = LabSpec(
             forbid=FORBID,
             call=experiment_twice,
             helpers=(scaled_scores, saturation_stats),
-            check=_same_twice,
+            check=_same_draws,
             describe="the six statistics with and without scaling, reproducible with the seed",
         ),
         Manual("written_conclusion", 3, title="Your conclusion on scaling"),
