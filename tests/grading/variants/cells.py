@@ -86,7 +86,9 @@ def setup_cell(nb: dict) -> dict:
 
 
 def graded_cells(nb: dict) -> list[dict]:
-    return [c for c in nb["cells"] if c["cell_type"] == "code" and nbgrader(c).get("grade") and nbgrader(c).get("locked")]
+    return [
+        c for c in nb["cells"] if c["cell_type"] == "code" and nbgrader(c).get("grade") and nbgrader(c).get("locked")
+    ]
 
 
 def rechecksum(cell: dict) -> None:

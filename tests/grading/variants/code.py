@@ -21,8 +21,10 @@ from .cells import (
     rename,
     write,
 )
+from .snippets import SNIPPETS
 
-BUILTIN_NAMES = ("vars", "list", "input", "dir", "id", "format", "filter", "sum", "type", "max")
+# never a name that a later rewrite's code calls (print_inside calls type and tuple)
+BUILTIN_NAMES = ("vars", "list", "input", "dir", "id", "format", "filter", "sum", "max", "min")
 LONG_NAMES = ("tensor_", "my_", "tmp_", "the_")
 
 
@@ -182,51 +184,10 @@ def print_inside(nb: dict, ctx) -> None:
     write(cell, tree)
 
 
-HELPERS = {
-    "numpy": '''
-def _via_numpy(out):
-    """Round trip through NumPy (as when checking a value by hand): same values, same dtype."""
-    if isinstance(out, tuple):
-        return tuple(_via_numpy(o) for o in out)
-    if torch.is_tensor(out) and not out.requires_grad and out.device.type == "cpu":
-        return torch.from_numpy(out.detach().numpy().copy())
-    return out
-''',
-    "float64": '''
-def _float_dtype(*args):
-    """The float dtype of the tensor arguments, or None if any argument is not a plain tensor or number."""
-    tensors = [a for a in args if torch.is_tensor(a)]
-    if any(isinstance(a, (dict, list, tuple)) for a in args) or not tensors:
-        return None
-    if not all(t.is_floating_point() or t.dtype in (torch.bool, torch.long, torch.int32) for t in tensors):
-        return None
-    floats = [t.dtype for t in tensors if t.is_floating_point()]
-    return floats[0] if floats else None
-
-
-def _back(out, dtype):
-    if isinstance(out, tuple):
-        return tuple(_back(o, dtype) for o in out)
-    if torch.is_tensor(out) and out.dtype == torch.float64 and dtype is not None:
-        return out.to(dtype)
-    return out
-''',
-    "einsum": '''
-def _mm(a, b):
-    """a @ b written with einsum (any leading batch dimensions)."""
-    if a.dim() == 1 and b.dim() == 1:
-        return torch.einsum("i,i->", a, b)
-    if a.dim() == 1:
-        return torch.einsum("i,...ij->...j", a, b)
-    if b.dim() == 1:
-        return torch.einsum("...ij,j->...i", a, b)
-    return torch.einsum("...ij,...jk->...ik", a, b)
-''',
-}
-
-
 def _returns(fn: ast.FunctionDef) -> list[ast.Return]:
-    inner = {id(r) for f in ast.walk(fn) if f is not fn and isinstance(f, (ast.FunctionDef, ast.Lambda)) for r in ast.walk(f)}
+    inner = {
+        id(r) for f in ast.walk(fn) if f is not fn and isinstance(f, (ast.FunctionDef, ast.Lambda)) for r in ast.walk(f)
+    }
     return [r for r in ast.walk(fn) if isinstance(r, ast.Return) and r.value is not None and id(r) not in inner]
 
 
@@ -235,7 +196,7 @@ def numpy_roundtrip(nb: dict, ctx) -> None:
     for cell, tree, fn in definitions(nb):
         for r in _returns(fn):
             r.value = ast.Call(ast.Name("_via_numpy", ast.Load()), [r.value], [])
-        tree.body[:0] = code(HELPERS["numpy"])
+        tree.body[:0] = code(SNIPPETS["numpy"])
         write(cell, tree)
 
 
@@ -255,7 +216,7 @@ def float64_inside(nb: dict, ctx) -> None:
         fn.body = doc + head + body
         for r in _returns(fn):
             r.value = ast.Call(ast.Name("_back", ast.Load()), [r.value, ast.Name("_dtype", ast.Load())], [])
-        tree.body[:0] = code(HELPERS["float64"])
+        tree.body[:0] = code(SNIPPETS["float64"])
         write(cell, tree)
 
 
@@ -274,7 +235,7 @@ def einsum_matmul(nb: dict, ctx) -> None:
         before = ast.dump(fn)
         _MatMul().visit(fn)
         if ast.dump(fn) != before:
-            tree.body[:0] = code(HELPERS["einsum"])
+            tree.body[:0] = code(SNIPPETS["einsum"])
             write(cell, tree)
             done = True
     if not done:
@@ -283,23 +244,8 @@ def einsum_matmul(nb: dict, ctx) -> None:
 
 def decorator_timed(nb: dict, ctx) -> None:
     """Every answer wrapped by the student's own timing decorator (functools.wraps)."""
-    deco = '''
-import functools
-import time
-
-
-def timed(fn):
-    """Prints how long each call takes."""
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        start = time.perf_counter()
-        out = fn(*args, **kwargs)
-        print(f"{fn.__name__}: {time.perf_counter() - start:.4f} s")
-        return out
-    return wrapper
-'''
     for cell, tree, fn in definitions(nb):
         fn.decorator_list.append(ast.Name("timed", ast.Load()))
         if not any(isinstance(n, ast.FunctionDef) and n.name == "timed" for n in tree.body):
-            tree.body[:0] = code(deco)
+            tree.body[:0] = code(SNIPPETS["timed"])
         write(cell, tree)
