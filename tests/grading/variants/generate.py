@@ -10,6 +10,7 @@ import copy
 import functools
 import importlib.util
 import random
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,10 +26,7 @@ TESTS = Path(__file__).resolve().parent.parent  # tests/grading
 @functools.cache
 def spec_test(lab: str):
     """The module ``tests/grading/test_spec_<lab>.py``: its BUGS and ALTERNATIVES tables."""
-    spec = importlib.util.spec_from_file_location(f"_variants_spec_{lab}", TESTS / f"test_spec_{lab}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _load(f"_variants_spec_{lab}", TESTS / f"test_spec_{lab}.py")
 
 
 def bugs(lab: str) -> dict[str, tuple[str, str, set[str]]]:
@@ -43,12 +41,59 @@ def spec_alternative(nb: dict, ctx) -> None:
         nb.update(with_function(nb, function, source))
 
 
-# In the order they apply: a hand-written alternative first, then the syntax-tree rewrites, the scratch
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+@functools.cache
+def corpus_builder():
+    """``tests/grading/corpus/build.py`` (loaded by path: ``build`` is also the name of an installed package)."""
+    return _load("_variants_corpus_build", TESTS / "corpus" / "build.py")
+
+
+@functools.cache
+def corpus_table(lab: str) -> dict:
+    """The corpus's hand-written submissions of the lab (``tests/grading/corpus/<lab>.py``, which imports
+    ``build``: the corpus's own, for the time of the import)."""
+    saved = sys.modules.get("build")
+    sys.modules["build"] = corpus_builder()
+    try:
+        return _load(f"_variants_corpus_{lab}", TESTS / "corpus" / f"{lab}.py").CORPUS
+    finally:
+        if saved is None:
+            del sys.modules["build"]
+        else:
+            sys.modules["build"] = saved
+
+
+def corpus_loops(nb: dict, ctx) -> None:
+    """A correct hand-written submission of the corpus that loops where the solution is vectorised."""
+    table = corpus_table(ctx.lab)
+    correct = sorted(
+        name
+        for name, sub in table.items()
+        if not sub.lose and sub.status == "graded" and "for " in "".join(sub.edits.values())
+    )
+    if not correct:
+        raise NotApplicable("no correct corpus submission with loops")
+    sub = table[ctx.rng.choice(correct)]
+    for function, source in sub.edits.items():
+        nb.update(with_function(nb, function, source))
+    for n, (after, source) in enumerate(sub.add):
+        nb.update(corpus_builder().add_cell(nb, after, source, f"corpus-{n}"))
+
+
+# In the order they apply: the hand-written alternatives first, then the syntax-tree rewrites, the scratch
 # cells, the text rewrites (comments and magics: ast.unparse would drop them) and the locked cells last.
 REWRITES = {
     f.__name__: f
     for f in (
         spec_alternative,
+        corpus_loops,
         code.rename_locals,
         code.builtin_names,
         code.strip_annotations,
