@@ -9,13 +9,15 @@ each classic bug of the lab's spec test planted in ``--per-bug`` variants (tests
 sandboxed in ONE ``qkv grade`` batch per lab. A correct variant must keep every point with feedback that names
 no error; a bug variant must lose exactly its item. Prints a table per lab (each rewrite: alone, and in how many
 combinations it failed, with the first feedback) and writes benchmarks/results/grader_variants.json.
-``--jupyter K`` also runs the first K correct variants of each lab in a real kernel (nbclient) and lists any
+``--rerun OLD.json`` grades only the variants that failed in an earlier sweep (e.g. on a grader with fixes
+merged). ``--jupyter K`` also runs the first K correct variants of each lab in a real kernel (nbclient) and lists any
 error they raise there (there should be none: the rewrites keep what the notebook computes). Not a test.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -25,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "grading"))
 from _common import RESULTS, machine, table, write_json
-from variants import combinations, planted, singles
+from variants import Variant, combinations, planted, singles
 from variants.judge import problems
 
 from qkv.grading.testing import grade_notebooks
@@ -42,8 +44,19 @@ LABS = (
 )
 
 
-def sweep(lab: str, combos: int, per_bug: int, jobs: int) -> list[dict]:
-    variants = singles(lab) + combinations(lab, combos) + planted(lab, seed=100, per_bug=per_bug)
+def failed_before(path: Path, lab: str) -> list[Variant]:
+    """The variants of ``lab`` that failed in an earlier sweep's JSON (to try them again on a fixed grader)."""
+    rows = json.loads(path.read_text())["variants"]
+    return [Variant(lab, r["seed"], tuple(r["rewrites"]), r["bug"]) for r in rows if r["lab"] == lab and r["problems"]]
+
+
+def sweep(lab: str, combos: int, per_bug: int, jobs: int, rerun: Path | None = None) -> list[dict]:
+    if rerun:
+        variants = failed_before(rerun, lab)
+    else:
+        variants = singles(lab) + combinations(lab, combos) + planted(lab, seed=100, per_bug=per_bug)
+    if not variants:
+        return []
     keyed = {f"v{n:03d}": v for n, v in enumerate(variants)}
     with tempfile.TemporaryDirectory(prefix=f"variants-{lab}-") as tmp:
         start = time.perf_counter()
@@ -99,11 +112,12 @@ def main() -> None:
     p.add_argument("--per-bug", type=int, default=1, help="variants per classic bug (default 1)")
     p.add_argument("--jobs", type=int, default=2)
     p.add_argument("--jupyter", type=int, default=0, help="run the first K correct variants per lab in Jupyter")
+    p.add_argument("--rerun", type=Path, help="grade only the variants that failed in this earlier sweep's JSON")
     p.add_argument("--out", type=Path, default=RESULTS / "grader_variants.json")
     args = p.parse_args()
     rows, summary, jupyter = [], [], []
     for lab in args.labs.split(","):
-        lab_rows = sweep(lab, args.combos, args.per_bug, args.jobs)
+        lab_rows = sweep(lab, args.combos, args.per_bug, args.jobs, args.rerun)
         rows += lab_rows
         correct = [r for r in lab_rows if not r["bug"]]
         bugs = [r for r in lab_rows if r["bug"]]
@@ -128,7 +142,7 @@ def main() -> None:
                     print(f"  raises in Jupyter: {j['name']}: {j['errors']}")
     cols = [(k, k, "") for k in ("lab", "correct", "correct_ok", "bugs", "bugs_ok")]
     print("\n" + table(summary, cols))
-    write_json(args.out, {"machine": machine(), "args": vars(args) | {"out": str(args.out)}, "summary": summary,
+    write_json(args.out, {"machine": machine(), "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "summary": summary,
                           "variants": rows, "jupyter": jupyter})  # fmt: skip
     print(f"wrote {args.out}")
 
