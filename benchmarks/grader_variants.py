@@ -142,8 +142,9 @@ def main() -> None:
                     print(f"  raises in Jupyter: {j['name']}: {j['errors']}")
     cols = [(k, k, "") for k in ("lab", "correct", "correct_ok", "bugs", "bugs_ok")]
     print("\n" + table(summary, cols))
-    write_json(args.out, {"machine": machine(), "args": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, "summary": summary,
-                          "variants": rows, "jupyter": jupyter})  # fmt: skip
+    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    payload = {"machine": machine(), "args": settings, "summary": summary, "variants": rows, "jupyter": jupyter}
+    write_json(args.out, payload)
     print(f"wrote {args.out}")
 
 
