@@ -16,7 +16,7 @@ import pytest
 from qkv.grading.testing import grade_notebooks
 
 sys.path.insert(0, str(Path(__file__).parent))
-from variants import combinations, planted
+from variants import applicable, combinations, planted, singles
 from variants.judge import problems
 
 LABS = (
@@ -32,9 +32,10 @@ LABS = (
 
 
 def sample(lab: str) -> list:
-    """Four correct variants of two to five rewrites each, and two planted bugs (seeded by the lab)."""
-    bugs = planted(lab, seed=7)
-    return combinations(lab, 4) + random.Random(lab).sample(bugs, 2)
+    """Four correct variants of two to five rewrites each, each rewrite that only some labs have (alone), and two
+    planted bugs (seeded by the lab)."""
+    rare = [v for v in singles(lab) if not all(v.rewrites[0] in applicable(other) for other in LABS)]
+    return combinations(lab, 4) + rare + random.Random(lab).sample(planted(lab, seed=7), 2)
 
 
 @pytest.mark.parametrize("lab", LABS)
