@@ -77,7 +77,7 @@ def profile(lab: str, nb: Path) -> dict[str, float]:
     wrap(batch, "prepare", "prepare the cases")
     wrap(sandbox, "make_lib", "copy the library")
     wrap(sandbox.Worker, "start", "start the worker (interpreter, torch, preloads)")
-    wrap(sandbox.Worker, "run", "run the notebook (worker start included)")
+    wrap(sandbox.Worker, "run", "run the notebook (the child; a worker started late included)")
     wrap(sandbox.Worker, "stop", "stop the worker")
     wrap(reports, "write_all", "write the reports")
     t = time.perf_counter()
