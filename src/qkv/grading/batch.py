@@ -7,7 +7,6 @@ the fingerprint of the grading code, so an interrupted batch resumes; our own fa
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -15,7 +14,7 @@ import secrets
 import shutil
 import tempfile
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import bwrap, sandbox
@@ -182,6 +181,7 @@ def grade_folder(
     }
     run = open_run(out, lab.lab, settings, seed=seed, fresh=fresh)
     seed = run["seed"]
+    prepared = prepare(lab, seed)
     cache = out / "results"
     cache.mkdir(parents=True, exist_ok=True)
 
@@ -210,13 +210,13 @@ def grade_folder(
     )
     if todo:
         limits = {"timeout": timeout, "memory": memory, "call_timeout": call_timeout}
-        results.update(_pool(lab, seed, todo, cache, limits, jobs=jobs, use_sandbox=use_sandbox, log=log))
+        results.update(_pool(lab, prepared, todo, cache, limits, jobs=jobs, use_sandbox=use_sandbox, log=log))
     return [results[s] for s in sorted(results)], run
 
 
 def _pool(
     lab: Lab,
-    seed: int,
+    prepared: list[Prepared],
     todo: list[tuple[Entry, str]],
     cache: Path,
     limits: dict,
@@ -225,23 +225,17 @@ def _pool(
     use_sandbox: bool,
     log,
 ) -> dict[str, Result]:
-    """Grade ``todo`` with ``jobs`` workers side by side; each result is cached as soon as it is known. The workers
-    start (a fresh interpreter importing torch: most of a small batch's time) while this process prepares the
-    lab's cases (up to 3 s: the masks lab's references)."""
+    """Grade ``todo`` with ``jobs`` workers side by side; each result is cached as soon as it is known."""
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(todo)))
     tmp = Path(tempfile.mkdtemp(prefix="qkv-grade-lib-"))
     lib = sandbox.make_lib(Path(__file__).resolve().parent.parent, tmp)
     pending = list(todo)
     lock = threading.Lock()
     results: dict[str, Result] = {}
-    ready: Future[list[Prepared]] = Future()
 
     def work(index: int) -> None:
         worker = sandbox.Worker(index, lib, sandbox=use_sandbox, log=tmp / f"worker-{index}.log")
         try:
-            with contextlib.suppress(OSError):  # a refused fork: Worker.run starts it again and reports the job
-                worker.start()
-            prepared = ready.result()
             while True:
                 with lock:
                     if not pending:
@@ -266,11 +260,6 @@ def _pool(
     try:
         with ThreadPoolExecutor(jobs) as pool:
             futures = [pool.submit(work, j) for j in range(jobs)]
-            try:
-                ready.set_result(prepare(lab, seed))
-            except BaseException as err:  # the workers stop instead of waiting
-                ready.set_exception(err)
-                raise
             try:
                 for f in futures:
                     f.result()
