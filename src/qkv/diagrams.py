@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import gettext
+import io
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,16 +21,33 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-__all__ = ["EDITIONS", "glue_key", "soft_lookup", "projections", "score_matrix", "scaling", "multihead"]
-__all__ += ["rotations", "masks", "convolution", "transformer_block", "tiles"]
+__all__ = [
+    "EDITIONS",
+    "Diagram",
+    "convolution",
+    "glue_key",
+    "masks",
+    "multihead",
+    "projections",
+    "rotations",
+    "scaling",
+]
+__all__ += ["score_matrix", "soft_lookup", "tiles", "transformer_block"]
 
 EDITIONS = ("en", "zh_CN")  # the book's editions: a page glues one figure per edition
-HERE = Path(__file__).parent
-LOCALE_DIR, DOMAIN = HERE / "locale", "qkv_diagrams"
-CJK_FONT = HERE / "fonts" / "NotoSansCJKsc-qkv-subset.otf"
-CJK_FAMILY = "Noto Sans CJK SC"
-CMAP = matplotlib.colormaps["viridis"]
-INK, MUTED = "#222222", "#555555"
+LOCALE_DIR, DOMAIN = Path(__file__).parent / "locale", "qkv_diagrams"
+CJK_FONT, CJK_FAMILY = Path(__file__).parent / "fonts" / "NotoSansCJKsc-qkv-subset.otf", "Noto Sans CJK SC"
+CMAP, INK, MUTED = matplotlib.colormaps["viridis"], "#222222", "#555555"
+
+
+class Diagram(Figure):
+    """A figure that shows itself as a PNG wherever IPython displays it (glue, a cell's result), with or without
+    pyplot's inline backend."""
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png", dpi=100, bbox_inches="tight", facecolor="white")
+        return buffer.getvalue()
 
 
 def glue_key(name: str, language: str) -> str:
@@ -39,9 +57,7 @@ def glue_key(name: str, language: str) -> str:
 
 @functools.cache
 def _translations(language: str) -> gettext.NullTranslations:
-    if language == "en":
-        return gettext.NullTranslations()
-    return gettext.translation(DOMAIN, LOCALE_DIR, languages=[language])
+    return gettext.NullTranslations() if language == "en" else gettext.translation(DOMAIN, LOCALE_DIR, [language])
 
 
 def _(text: str, language: str) -> str:
@@ -86,23 +102,16 @@ def _grid(ax, values: torch.Tensor, x: float, y: float, *, numbers: bool = False
     return a.shape
 
 
-def _arrow(ax, start, end, width=1.5, colour=INK, style="-|>"):
-    ax.add_patch(FancyArrowPatch(start, end, arrowstyle=style, mutation_scale=12, lw=width, color=colour))
+def _arrow(ax, start, end, width=1.5, colour=INK):
+    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, lw=width, color=colour))
 
 
 def _canvas(width: float, xlim, ylim) -> tuple[Figure, object]:
     """An axes-free drawing in data units, as wide as ``width`` inches and as tall as the limits make it."""
-    fig = Figure(figsize=(width, width * (ylim[1] - ylim[0]) / (xlim[1] - xlim[0]) + 0.2), layout="constrained")
-    ax = fig.add_subplot()
-    ax.set_xlim(*xlim)
-    ax.set_ylim(*ylim)
-    ax.set_aspect("equal")
+    fig = Diagram(figsize=(width, width * (ylim[1] - ylim[0]) / (xlim[1] - xlim[0]) + 0.2), layout="constrained")
+    ax = fig.add_subplot(xlim=xlim, ylim=ylim, aspect="equal")
     ax.axis("off")
     return fig, ax
-
-
-def _shape(t: torch.Tensor) -> str:
-    return "(" + ", ".join(str(n) for n in t.shape) + ")"
 
 
 @_draws
@@ -133,13 +142,13 @@ def projections(x: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     fig, ax = _canvas(7.2, (-0.5, width), (-L - 1.6, 1.8))
     _grid(ax, x, 0, 0)
     ax.text(d_model / 2, 0.3, "X", ha="center", va="bottom", fontsize=13)
-    ax.text(d_model / 2, -L - 0.3, _shape(x), ha="center", va="top", color=MUTED)
+    ax.text(d_model / 2, -L - 0.3, str(tuple(x.shape)), ha="center", va="top", color=MUTED)
     left = d_model + 3.5
     _arrow(ax, (d_model + 0.3, -L / 2), (d_model + 2.7, -L / 2), 1.5)
     for name, t in (("Q", q), ("K", k), ("V", v)):
         _grid(ax, t, left, 0)
         ax.text(left + t.shape[1] / 2, 0.3, f"${name} = XW^{name}$", ha="center", va="bottom", fontsize=12)
-        ax.text(left + t.shape[1] / 2, -L - 0.3, _shape(t), ha="center", va="top", color=MUTED)
+        ax.text(left + t.shape[1] / 2, -L - 0.3, str(tuple(t.shape)), ha="center", va="top", color=MUTED)
         left += t.shape[1] + 3.5
     ax.text(0, -L - 1.5, _("rows: tokens; columns: features", language), va="center", color=MUTED)
     return fig
@@ -161,8 +170,8 @@ def score_matrix(q: torch.Tensor, k: torch.Tensor, weights: torch.Tensor, *, lan
         ax.text(S + 0.3, -i - 0.5, f"Σ = {_np(weights[i]).sum():.0f}", va="center", color=MUTED)
     _arrow(ax, (0.1, -L - 0.5), (S - 0.1, -L - 0.5))
     ax.text(S / 2, -L - 0.8, _("softmax along each row", language), ha="center", va="top")
-    ax.text(-d_k / 2 - 0.5, 0.2, "Q " + _shape(q), ha="center", va="bottom", color=MUTED)
-    ax.text(S + 0.3, d_k / 2, "$K^T$ " + _shape(k.T), va="center", color=MUTED)
+    ax.text(-d_k / 2 - 0.5, 0.2, "Q " + str(tuple(q.shape)), ha="center", va="bottom", color=MUTED)
+    ax.text(S + 0.3, d_k / 2, "$K^T$ " + str(tuple(k.T.shape)), va="center", color=MUTED)
     return fig
 
 
@@ -170,7 +179,7 @@ def score_matrix(q: torch.Tensor, k: torch.Tensor, weights: torch.Tensor, *, lan
 def scaling(scores: torch.Tensor, d_k: int, *, language):
     """One query's raw scores (S,): its softmax weights before and after dividing by sqrt(d_k)."""
     s = _np(scores)
-    fig = Figure(figsize=(7.0, 2.9), layout="constrained")
+    fig = Diagram(figsize=(7.0, 2.9), layout="constrained")
     axes = fig.subplots(1, 2, sharey=True)
     for ax, c, title in ((axes[0], 1.0, _("raw scores", language)), (axes[1], 1 / math.sqrt(d_k), None)):
         w = torch.softmax(torch.as_tensor(s * c), dim=-1).numpy()
@@ -201,10 +210,10 @@ def multihead(q: torch.Tensor, q_heads: torch.Tensor, merged: torch.Tensor, *, l
         _grid(ax, q_heads[h], left, 0)
         ax.add_patch(Rectangle((left, -L), d_k, L, fill=False, edgecolor=colours[h], lw=3))
         ax.text(left + d_k / 2, 0.2, _("head {h}", language).format(h=h + 1), ha="center", va="bottom", fontsize=9)
-    ax.text(d_model / 2, 0.2, "q " + _shape(q), ha="center", va="bottom")
-    ax.text(width - d_model / 2 - 0.5, 0.2, _shape(merged), ha="center", va="bottom")
+    ax.text(d_model / 2, 0.2, "q " + str(tuple(q.shape)), ha="center", va="bottom")
+    ax.text(width - d_model / 2 - 0.5, 0.2, str(tuple(merged.shape)), ha="center", va="bottom")
     heads_mid = d_model + 4 + (H * (d_k + 1) - 1) / 2
-    ax.text(heads_mid, -L - 0.3, _shape(q_heads), ha="center", va="top", color=MUTED)
+    ax.text(heads_mid, -L - 0.3, str(tuple(q_heads.shape)), ha="center", va="top", color=MUTED)
     _arrow(ax, (d_model + 0.3, -L / 2), (d_model + 3.7, -L / 2))
     _arrow(ax, (width - d_model - 4.2, -L / 2), (width - d_model - 0.8, -L / 2))
     ax.text(d_model + 2, -L - 1.2, _("split", language), ha="center")
@@ -215,7 +224,7 @@ def multihead(q: torch.Tensor, q_heads: torch.Tensor, merged: torch.Tensor, *, l
 @_draws
 def rotations(pe: torch.Tensor, pairs: Sequence[int], positions: Sequence[int], *, language):
     """Each pair of columns (2i, 2i+1) of the encoding pe (P, d) is a point on a circle that turns as p grows."""
-    fig = Figure(figsize=(7.2, 2.9), layout="constrained")
+    fig = Diagram(figsize=(7.2, 2.9), layout="constrained")
     axes = fig.subplots(1, len(pairs))
     table = _np(pe)
     for ax, i in zip(axes, pairs):
@@ -225,11 +234,7 @@ def rotations(pe: torch.Tensor, pairs: Sequence[int], positions: Sequence[int], 
             colour = CMAP(n / max(len(positions) - 1, 1) * 0.85)
             _arrow(ax, (0, 0), (c, s), 1.4, colour)
             ax.text(1.18 * c, 1.18 * s, f"{p}", ha="center", va="center", color=colour, fontsize=9)
-        ax.set_xlim(-1.35, 1.35)
-        ax.set_ylim(-1.35, 1.35)
-        ax.set_aspect("equal")
-        ax.set_xticks([])
-        ax.set_yticks([])
+        ax.set(xlim=(-1.35, 1.35), ylim=(-1.35, 1.35), aspect="equal", xticks=[], yticks=[])
         ax.set_title(_("columns {a} and {b}", language).format(a=2 * i, b=2 * i + 1), fontsize=10)
     fig.suptitle(_("position p as an angle: each pair turns at its own speed", language), fontsize=11)
     return fig
@@ -238,7 +243,7 @@ def rotations(pe: torch.Tensor, pairs: Sequence[int], positions: Sequence[int], 
 @_draws
 def masks(causal: torch.Tensor, local: torch.Tensor, graph: torch.Tensor, *, language):
     """Three boolean (L, S) masks side by side: a filled square where query i may attend to key j."""
-    fig = Figure(figsize=(7.2, 2.9), layout="constrained")
+    fig = Diagram(figsize=(7.2, 2.9), layout="constrained")
     axes = fig.subplots(1, 3)
     titles = (_("causal", language), _("local", language), _("graph", language))
     for ax, title, m in zip(axes, titles, (causal, local, graph)):
@@ -293,7 +298,7 @@ def transformer_block(x, attn_out, h, ff_out, out, *, language):
         colour = CMAP(0.75) if residual else (CMAP(0.45) if i else "#e8e8e8")
         ax.add_patch(Rectangle((-w, y - 0.4), 2 * w, 0.8, facecolor=colour, edgecolor=INK, lw=0.8))
         ax.text(0, y, label, ha="center", va="center", color="white" if i and not residual else INK)
-        ax.text(w + 0.15, y, _shape(t), va="center", fontsize=9, color=MUTED)
+        ax.text(w + 0.15, y, str(tuple(t.shape)), va="center", fontsize=9, color=MUTED)
         if i:
             _arrow(ax, (0, y - 1.1), (0, y - 0.42), 1)
         if residual:  # the skip connection around the sublayer below
