@@ -86,14 +86,18 @@ def test_multihead_draws_one_block_per_head_with_the_shapes():
     assert "q (4, 12)" in shown and "(3, 4, 4)" in shown
 
 
-def test_tiles_show_the_running_maximum_and_the_rescaling():
-    scores = torch.tensor([0.5, -1.0, 2.0, 1.0, 3.0, -4.0, 0.0])
-    shown = texts(diagrams.tiles(scores, 3))
-    running = torch.cummax(torch.stack([b.max() for b in scores.split(3)]), 0).values  # an independent route
-    assert [s for s in shown if s.startswith("m = ")] == [f"m = {m:.2f}" for m in running.tolist()]
-    factors = torch.exp(running[:-1] - running[1:])
-    assert [s for s in shown if s.startswith("×")] == [f"×{f:.2f}" for f in factors.tolist()]
-    assert [s for s in shown if s.startswith("block")] == ["block 1", "block 2", "block 3"]
+def test_tiles_show_each_querys_running_maximum_and_where_it_grew():
+    scores = torch.tensor([[0.5, -1.0, 2.0, 1.0, 3.0, -4.0, 0.0], [4.0, 0.0, 0.0, 1.0, 0.0, 0.0, 5.0]])
+    fig = diagrams.tiles(scores, 3)
+    shown = texts(fig)
+    maxima = torch.stack([b.amax(dim=1) for b in scores.split(3, dim=1)], 1)  # (L, tiles)
+    running = torch.cummax(maxima, dim=1).values  # an independent route to m
+    right = [t for t in fig.findobj(Text) if t.get_position()[0] > scores.shape[1] + 1.5]  # right of the tiles
+    table = [t.get_text() for t in right if re.fullmatch(r"-?\d\.\d", t.get_text())]
+    assert table == [f"{m:.1f}" for m in running.T.flatten().tolist()]  # tile by tile, query by query
+    grown = [p for p in fig.axes[0].patches if p.get_facecolor()[:3] != (1.0, 1.0, 1.0) and p.get_width() == 1.6]
+    assert len(grown) == int((running[:, 1:] > running[:, :-1]).sum()) == 2  # q_1 at tile 2, q_2 at tile 3
+    assert [s for s in shown if s.startswith("tile")] == ["tile 1", "tile 2", "tile 3"]
 
 
 def test_masks_rotations_convolution_and_block_follow_their_tensors():

@@ -21,23 +21,13 @@ import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
-__all__ = [
-    "EDITIONS",
-    "Diagram",
-    "convolution",
-    "glue_key",
-    "masks",
-    "multihead",
-    "projections",
-    "rotations",
-    "scaling",
-]
-__all__ += ["score_matrix", "soft_lookup", "tiles", "transformer_block"]
+__all__ = ["EDITIONS", "Diagram", "convolution", "glue_key", "masks", "multihead", "projections", "rotations"]
+__all__ += ["scaling", "score_matrix", "soft_lookup", "tiles", "transformer_block"]
 
 EDITIONS = ("en", "zh_CN")  # the book's editions: a page glues one figure per edition
 LOCALE_DIR, DOMAIN = Path(__file__).parent / "locale", "qkv_diagrams"
 CJK_FONT, CJK_FAMILY = Path(__file__).parent / "fonts" / "NotoSansCJKsc-qkv-subset.otf", "Noto Sans CJK SC"
-CMAP, INK, MUTED = matplotlib.colormaps["viridis"], "#222222", "#555555"
+CMAP, CIVIDIS, INK, MUTED = matplotlib.colormaps["viridis"], matplotlib.colormaps["cividis"], "#222222", "#555555"
 
 
 class Diagram(Figure):
@@ -87,18 +77,21 @@ def _np(t: torch.Tensor):
     return torch.as_tensor(t).detach().to("cpu", torch.float64).numpy()
 
 
-def _grid(ax, values: torch.Tensor, x: float, y: float, *, numbers: bool = False, cmap=CMAP, fmt="{:.2f}"):
-    """A matrix as coloured unit squares with its top-left corner at (x, y); optionally its numbers."""
+def _grid(ax, values, x: float, y: float, *, numbers=False, cmap=CMAP, fmt="{:.2f}", limits=None, size=None):
+    """A matrix as coloured unit squares with its top-left corner at (x, y); optionally its numbers. The colours
+    span ``limits`` (low, high), by default the matrix's own range."""
     a = _np(values)
     a = a[None] if a.ndim == 1 else a
-    lo, hi = float(a.min()), float(a.max())
+    lo, hi = limits or (float(a.min()), float(a.max()))
     for r in range(a.shape[0]):
         for c in range(a.shape[1]):
             shade = 0.5 if hi == lo else (a[r, c] - lo) / (hi - lo)
             ax.add_patch(Rectangle((x + c, y - r - 1), 1, 1, facecolor=cmap(shade), edgecolor="white", lw=1))
             if numbers:
                 colour = "white" if shade < 0.55 else INK
-                ax.text(x + c + 0.5, y - r - 0.5, fmt.format(a[r, c]), ha="center", va="center", color=colour)
+                ax.text(
+                    x + c + 0.5, y - r - 0.5, fmt.format(a[r, c]), ha="center", va="center", color=colour, size=size
+                )
     return a.shape
 
 
@@ -229,11 +222,15 @@ def rotations(pe: torch.Tensor, pairs: Sequence[int], positions: Sequence[int], 
     table = _np(pe)
     for ax, i in zip(axes, pairs):
         ax.add_patch(matplotlib.patches.Circle((0, 0), 1, fill=False, color="0.75"))
+        shown = None  # the angle of the last labelled arrow: labels closer than 0.3 rad would overlap
         for n, p in enumerate(positions):
             s, c = table[p, 2 * i], table[p, 2 * i + 1]
             colour = CMAP(n / max(len(positions) - 1, 1) * 0.85)
             _arrow(ax, (0, 0), (c, s), 1.4, colour)
-            ax.text(1.18 * c, 1.18 * s, f"{p}", ha="center", va="center", color=colour, fontsize=9)
+            angle = math.atan2(s, c)
+            if shown is None or abs(math.remainder(angle - shown, 2 * math.pi)) > 0.3:
+                ax.text(1.18 * c, 1.18 * s, f"{p}", ha="center", va="center", color=colour, fontsize=9)
+                shown = angle
         ax.set(xlim=(-1.35, 1.35), ylim=(-1.35, 1.35), aspect="equal", xticks=[], yticks=[])
         ax.set_title(_("columns {a} and {b}", language).format(a=2 * i, b=2 * i + 1), fontsize=10)
     fig.suptitle(_("position p as an angle: each pair turns at its own speed", language), fontsize=11)
@@ -273,7 +270,8 @@ def convolution(weights: torch.Tensor, width: int, query: int, *, language):
         r, c = divmod(top, width)
         w = float(weights[h, top])
         if (r, c) != (r0, c0):
-            _arrow(ax, (c0, -r0), (c0 + 0.7 * (c - c0), -r0 - 0.7 * (r - r0)), 0.5 + 2 * w, CMAP(0.3))
+            start, end = (c0 + 0.3 * (c - c0), -r0 - 0.3 * (r - r0)), (c0 + 0.62 * (c - c0), -r0 - 0.62 * (r - r0))
+            _arrow(ax, start, end, 0.5 + 2 * w, CMAP(0.3))
         ax.text(c, -r + 0.18, _("head {h}", language).format(h=h + 1), ha="center", va="center", fontsize=9)
         ax.text(c, -r - 0.22, f"{w:.2f}", ha="center", va="center", fontsize=9, color=MUTED)
     ax.text(c0, -r0 + 2.7, _("one query pixel, one head per neighbour", language), ha="center", va="center")
@@ -304,30 +302,35 @@ def transformer_block(x, attn_out, h, ff_out, out, *, language):
         if residual:  # the skip connection around the sublayer below
             ax.plot([0, -3.6, -3.6], [y - 2.25, y - 2.25, y], color=MUTED, lw=1)
             _arrow(ax, (-3.6, y), (-0.47, y), 1, MUTED)
-    ax.text(-3.7, 1.5 * len(stages) - 1.1, _("residual", language), ha="right", color=MUTED, fontsize=9)
+    ax.text(-3.75, 1.9, _("residual", language), ha="right", va="center", rotation=90, color=MUTED, fontsize=9)
     return fig
 
 
 @_draws
 def tiles(scores: torch.Tensor, block_size: int, *, language):
-    """One query's scores (S,) visited block by block: the running maximum m after each block, and the factor
-    exp(m_old - m_new) by which the sum so far is rescaled when the maximum grows."""
+    """Scores (L, S) visited one tile of ``block_size`` keys at a time, and each query's running maximum m after
+    each tile, shaded where it grew: there the sum so far is rescaled by exp(m_old - m_new) < 1."""
     s = _np(scores)
-    S = len(s)
-    blocks = range(0, S, block_size)
-    fig, ax = _canvas(7.2, (-3.2, S + len(blocks) * 0.4 + 0.6), (-3.6, 1.6))
-    m_old, left = -math.inf, 0.0
-    for b, start in enumerate(blocks):
-        block = s[start : start + block_size]
-        _grid(ax, block, left, 0, numbers=True, cmap=matplotlib.colormaps["cividis"], fmt="{:.1f}")
-        ax.add_patch(Rectangle((left, -1), len(block), 1, fill=False, edgecolor=INK, lw=1.5))
-        ax.text(left + len(block) / 2, 0.2, _("block {b}", language).format(b=b + 1), ha="center", va="bottom")
-        m_new = max(m_old, float(block.max()))
-        ax.text(left + len(block) / 2, -1.6, f"m = {m_new:.2f}", ha="center", va="center")
-        rescale = "—" if m_old == -math.inf else f"×{math.exp(m_old - m_new):.2f}"
-        ax.text(left + len(block) / 2, -2.4, rescale, ha="center", va="center", color=MUTED)
-        m_old, left = m_new, left + len(block) + 0.4
-    ax.text(-0.3, -0.5, _("scores", language), ha="right", va="center")
-    ax.text(-0.3, -1.6, _("running max", language), ha="right", va="center")
-    ax.text(-0.3, -2.4, _("rescale sum", language), ha="right", va="center")
+    L, S = s.shape
+    starts = range(0, S, block_size)
+    x_m = S + 0.4 * (len(starts) - 1) + 2.2  # where the table of running maxima starts
+    fig, ax = _canvas(7.2, (-1.2, x_m + 1.7 * len(starts)), (-L - 1.4, 1.3))
+    m_old, left = torch.full((L,), -math.inf, dtype=torch.float64), 0.0
+    for b, start in enumerate(starts):
+        block = s[:, start : start + block_size]
+        _grid(ax, block, left, 0, numbers=True, cmap=CIVIDIS, fmt="{:.1f}", limits=(s.min(), s.max()), size=8)
+        ax.add_patch(Rectangle((left, -L), block.shape[1], L, fill=False, edgecolor=INK, lw=1.5))
+        ax.text(left + block.shape[1] / 2, 0.15, _("tile {b}", language).format(b=b + 1), ha="center", va="bottom")
+        m_new = torch.maximum(m_old, torch.as_tensor(block.max(axis=1)))
+        for i in range(L):
+            grew = bool(m_new[i] > m_old[i]) and b > 0
+            shade = CMAP(0.75) if grew else "white"
+            ax.add_patch(Rectangle((x_m + 1.7 * b, -i - 1), 1.6, 1, facecolor=shade, edgecolor="0.8"))
+            ax.text(x_m + 1.7 * b + 0.8, -i - 0.5, f"{m_new[i]:.1f}", ha="center", va="center")
+        ax.text(x_m + 1.7 * b + 0.8, 0.15, str(b + 1), ha="center", va="bottom", color=MUTED)
+        m_old, left = m_new, left + block.shape[1] + 0.4
+    for i in range(L):
+        ax.text(-0.2, -i - 0.5, f"$q_{i + 1}$", ha="right", va="center")
+    ax.text(x_m, 0.9, _("running max m after each tile", language), va="bottom")
+    ax.text(x_m, -L - 0.3, _("shaded: m grew, the sum so far is rescaled", language), va="top", color=MUTED, fontsize=9)
     return fig
