@@ -248,8 +248,8 @@ def masks(causal: torch.Tensor, local: torch.Tensor, graph: torch.Tensor, *, lan
         ax.set_title(title)
         ax.set_xlabel(_("key j", language))
         L, S = m.shape
-        ax.set_xticks(range(S), [str(j + 1) for j in range(S)], fontsize=9)
-        ax.set_yticks(range(L), [str(i + 1) for i in range(L)], fontsize=9)
+        ax.set_xticks(range(S), [str(j) for j in range(S)], fontsize=9)  # 0-based, as the graph's nodes
+        ax.set_yticks(range(L), [str(i) for i in range(L)], fontsize=9)
     axes[0].set_ylabel(_("query i", language))
     return fig
 
