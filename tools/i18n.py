@@ -84,16 +84,18 @@ def extract(args: argparse.Namespace) -> int:
 
 
 def _template(docname: str) -> Catalog:
-    """The page's messages from Sphinx, plus those only a lab's solution has (model answers)."""
+    """The page's messages from Sphinx, plus those only a lab's solution has (model answers, its code's)."""
     pot = POT / f"{docname}.pot"
     with open(pot, "rb") as f:
         template = read_po(f)
     parts = docname.split("/")
     if len(parts) == 3 and parts[0] == "labs" and parts[1] == parts[2]:
-        solution = ROOT / "solutions" / parts[1] / f"{parts[1]}.ipynb"
-        for key in i18n.notebook_messages(json.loads(solution.read_text())):
+        solution = json.loads((ROOT / "solutions" / parts[1] / f"{parts[1]}.ipynb").read_text())
+        for key in i18n.notebook_messages(solution):
             if key not in template:
                 template.add(key)
+        for key in i18n.code_messages(solution):  # the self-checks' messages, hints and docstrings
+            template.add(key, context=i18n.CODE_CONTEXT, auto_comments=["code: a Python string; keep {...} as is"])
     return template
 
 
@@ -196,7 +198,10 @@ def stats(language: str = LANGUAGE) -> dict[str, dict]:
             for m in catalog
             if m.id and m.string and not m.fuzzy
             for b in [
-                broken(str(m.id), str(m.string)) + (grader_broken(str(m.id), str(m.string)) if doc == GRADER else [])
+                code_broken(str(m.id), str(m.string))
+                if m.context == i18n.CODE_CONTEXT
+                else broken(str(m.id), str(m.string))
+                + (grader_broken(str(m.id), str(m.string)) if doc == GRADER else [])
             ]
             if b
         ]
@@ -254,6 +259,16 @@ def check(args: argparse.Namespace) -> int:
         f"({BUILD / EDITION_DIR / 'untranslated.json'})"
     )
     return 0 if done == total and not bad and not missing_pages and not english and not stale else 1
+
+
+def code_broken(msgid: str, msgstr: str) -> list[str]:
+    """A lab's code message is a Python string: the same expressions in braces, no new quote or backslash."""
+    problems = []
+    if sorted(i18n.PLACEHOLDERS.findall(msgid)) != sorted(i18n.PLACEHOLDERS.findall(msgstr)):
+        problems.append(f"placeholders differ: {i18n.PLACEHOLDERS.findall(msgid)}")
+    if not set(re.findall(r"[\"'\\]", msgstr)) <= set(re.findall(r"[\"'\\]", msgid)):
+        problems.append("a quote or backslash that the English has not")
+    return problems
 
 
 def grader_broken(msgid: str, msgstr: str) -> list[str]:
