@@ -48,7 +48,9 @@ ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
-def _sphinx(builder: str, outdir: Path, doctrees: Path, language: str | None = None, fresh: bool = False) -> int:
+def _sphinx(
+    builder: str, outdir: Path, doctrees: Path, language: str | None = None, fresh: bool = False, **config: object
+) -> int:
     """Jupyter Book's own build (its config from _config.yml and _toc.yml) with a few overrides."""
     from jupyter_book.sphinx import build_sphinx
 
@@ -61,6 +63,7 @@ def _sphinx(builder: str, outdir: Path, doctrees: Path, language: str | None = N
     }
     if language:
         overrides["language"] = language
+    overrides.update(config)
     result = build_sphinx(
         ROOT,
         outdir,
@@ -335,13 +338,41 @@ def grader(args: argparse.Namespace) -> int:
     return 0
 
 
+def glossary_terms() -> list[str]:
+    """The Chinese terms of the glossary's tables (its 中文 column), each once: 位置编码, 多头注意力, ..."""
+    terms: dict[str, None] = {}
+    for line in (ROOT / "chapters" / "glossary.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) > 1:
+            for term in re.findall(r"[\u4e00-\u9fff]{2,}", MATH.sub("", cells[1])):
+                terms.setdefault(term)
+    return list(terms)
+
+
 def build(args: argparse.Namespace) -> int:
     """The Chinese edition, built apart (its own doctrees) and copied into _build/html/zh."""
     started = time.perf_counter()
     out = BUILD / EDITION_DIR / "html"
     # A fresh environment each time (about half a minute with the execution cache): pages are re-read whenever
     # the catalogs, the English or the extensions changed, and untranslated.json always covers every page.
-    rc = _sphinx("html", out, BUILD / EDITION_DIR / ".doctrees", language=args.language, fresh=True)
+    # Sphinx's Chinese search index cuts the text into words with jieba, which knows the book's terms from the glossary.
+    # Without jieba Sphinx indexes no Chinese word at all, silently: stop instead.
+    import importlib.util
+
+    if args.language.startswith("zh") and importlib.util.find_spec("jieba") is None:
+        print("jieba is missing (the Chinese search needs it): run `make setup`", file=sys.stderr)
+        return 1
+    terms = BUILD / EDITION_DIR / "search_terms.txt"
+    terms.parent.mkdir(parents=True, exist_ok=True)
+    terms.write_text("".join(f"{t}\n" for t in glossary_terms()), encoding="utf-8")
+    rc = _sphinx(
+        "html",
+        out,
+        BUILD / EDITION_DIR / ".doctrees",
+        language=args.language,
+        fresh=True,
+        html_search_options={"dict": str(terms)},
+    )
     if rc:
         return rc
     target = BUILD / "html" / EDITION_DIR
