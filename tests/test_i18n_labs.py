@@ -165,3 +165,16 @@ def test_relative_links_in_the_labs_resolve_where_students_open_them(edition):
                 if "://" not in target and not (path.parent / target).exists():
                     broken.append(f"{path.relative_to(ROOT)}: {target}")
     assert not broken, broken
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_the_grader_knows_the_chinese_labs_cells_as_the_courses(lab):
+    """Every code cell of the Chinese lab, as released, is one of the course's own for the grader (not the
+    student's), like the English lab's: its translated messages do not make a test cell look edited."""
+    from qkv.grading.lab import load_lab
+
+    released = load_lab(lab, ROOT).released
+    for edition in ("labs", "labs/zh"):
+        cells = _nb(ROOT / edition / lab / f"{lab}.ipynb")["cells"]
+        code = ["".join(c["source"]).strip() for c in cells if c["cell_type"] == "code"]
+        assert [src[:60] for src in code if src and src not in released] == [], edition
