@@ -53,7 +53,9 @@ ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
-def _sphinx(builder: str, outdir: Path, doctrees: Path, language: str | None = None, fresh: bool = False) -> int:
+def _sphinx(
+    builder: str, outdir: Path, doctrees: Path, language: str | None = None, fresh: bool = False, **config: object
+) -> int:
     """Jupyter Book's own build (its config from _config.yml and _toc.yml) with a few overrides."""
     from jupyter_book.sphinx import build_sphinx
 
@@ -66,6 +68,7 @@ def _sphinx(builder: str, outdir: Path, doctrees: Path, language: str | None = N
     }
     if language:
         overrides["language"] = language
+    overrides.update(config)
     result = build_sphinx(
         ROOT,
         outdir,
@@ -89,16 +92,18 @@ def extract(args: argparse.Namespace) -> int:
 
 
 def _template(docname: str) -> Catalog:
-    """The page's messages from Sphinx, plus those only a lab's solution has (model answers)."""
+    """The page's messages from Sphinx, plus those only a lab's solution has (model answers, its code's)."""
     pot = POT / f"{docname}.pot"
     with open(pot, "rb") as f:
         template = read_po(f)
     parts = docname.split("/")
     if len(parts) == 3 and parts[0] == "labs" and parts[1] == parts[2]:
-        solution = ROOT / "solutions" / parts[1] / f"{parts[1]}.ipynb"
-        for key in i18n.notebook_messages(json.loads(solution.read_text())):
+        solution = json.loads((ROOT / "solutions" / parts[1] / f"{parts[1]}.ipynb").read_text())
+        for key in i18n.notebook_messages(solution):
             if key not in template:
                 template.add(key)
+        for key in i18n.code_messages(solution):  # the self-checks' messages, hints and docstrings
+            template.add(key, context=i18n.CODE_CONTEXT, auto_comments=["code: a Python string; keep {...} as is"])
     return template
 
 
@@ -201,7 +206,10 @@ def stats(language: str = LANGUAGE) -> dict[str, dict]:
             for m in catalog
             if m.id and m.string and not m.fuzzy
             for b in [
-                broken(str(m.id), str(m.string)) + (grader_broken(str(m.id), str(m.string)) if doc == GRADER else [])
+                code_broken(str(m.id), str(m.string))
+                if m.context == i18n.CODE_CONTEXT
+                else broken(str(m.id), str(m.string))
+                + (grader_broken(str(m.id), str(m.string)) if doc == GRADER else [])
             ]
             if b
         ]
@@ -264,6 +272,16 @@ def check(args: argparse.Namespace) -> int:
     return (
         0 if done == total and not bad and not missing_pages and not english and not stale and not stale_diagrams else 1
     )
+
+
+def code_broken(msgid: str, msgstr: str) -> list[str]:
+    """A lab's code message is a Python string: the same expressions in braces, no new quote or backslash."""
+    problems = []
+    if sorted(i18n.PLACEHOLDERS.findall(msgid)) != sorted(i18n.PLACEHOLDERS.findall(msgstr)):
+        problems.append(f"placeholders differ: {i18n.PLACEHOLDERS.findall(msgid)}")
+    if not set(re.findall(r"[\"'\\]", msgstr)) <= set(re.findall(r"[\"'\\]", msgid)):
+        problems.append("a quote or backslash that the English has not")
+    return problems
 
 
 def grader_broken(msgid: str, msgstr: str) -> list[str]:
@@ -388,13 +406,41 @@ def diagrams(args: argparse.Namespace) -> int:
     return 0
 
 
+def glossary_terms() -> list[str]:
+    """The Chinese terms of the glossary's tables (its 中文 column), each once: 位置编码, 多头注意力, ..."""
+    terms: dict[str, None] = {}
+    for line in (ROOT / "chapters" / "glossary.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) > 1:
+            for term in re.findall(r"[\u4e00-\u9fff]{2,}", MATH.sub("", cells[1])):
+                terms.setdefault(term)
+    return list(terms)
+
+
 def build(args: argparse.Namespace) -> int:
     """The Chinese edition, built apart (its own doctrees) and copied into _build/html/zh."""
     started = time.perf_counter()
     out = BUILD / EDITION_DIR / "html"
     # A fresh environment each time (about half a minute with the execution cache): pages are re-read whenever
     # the catalogs, the English or the extensions changed, and untranslated.json always covers every page.
-    rc = _sphinx("html", out, BUILD / EDITION_DIR / ".doctrees", language=args.language, fresh=True)
+    # Sphinx's Chinese search index cuts the text into words with jieba, which knows the book's terms from the glossary.
+    # Without jieba Sphinx indexes no Chinese word at all, silently: stop instead.
+    import importlib.util
+
+    if args.language.startswith("zh") and importlib.util.find_spec("jieba") is None:
+        print("jieba is missing (the Chinese search needs it): run `make setup`", file=sys.stderr)
+        return 1
+    terms = BUILD / EDITION_DIR / "search_terms.txt"
+    terms.parent.mkdir(parents=True, exist_ok=True)
+    terms.write_text("".join(f"{t}\n" for t in glossary_terms()), encoding="utf-8")
+    rc = _sphinx(
+        "html",
+        out,
+        BUILD / EDITION_DIR / ".doctrees",
+        language=args.language,
+        fresh=True,
+        html_search_options={"dict": str(terms)},
+    )
     if rc:
         return rc
     target = BUILD / "html" / EDITION_DIR
