@@ -122,8 +122,8 @@ SEARCHES = {
 @pytest.mark.parametrize("word", list(SEARCHES))
 def test_chinese_search_finds_the_page(word, site_url, browser_context):
     with opened(browser_context, site_url + "zh/index.html") as (page, traffic):
-        page.click(".search-button__button")
-        box = page.locator(".search-button__wrapper input[name='q']")
+        page.locator(".search-button__button:visible").first.click()  # the theme's search dialog
+        box = page.locator("#pst-search-dialog input[name='q']")
         box.fill(word)
         box.press("Enter")
         page.wait_for_url("**/zh/search.html?q=*")
