@@ -86,6 +86,7 @@ i18n: $(STAMP) vendor
 	$(BIN)/python tools/i18n.py extract
 	$(BIN)/python tools/i18n.py update
 	$(BIN)/python tools/i18n.py grader  # the grader's messages (qkv grade --lang zh), compiled into the package
+	$(BIN)/python tools/i18n.py diagrams  # the diagrams' labels, compiled into the package, and their CJK font subset
 	$(BIN)/python tools/i18n.py check || true
 # --- end of the two editions' targets
 

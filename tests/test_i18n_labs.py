@@ -1,18 +1,22 @@
 """The Chinese labs (labs/zh/): the English labs' twins, translated from the catalogs, graded the same way.
 
 `qkv labs --check` (tests/test_notebooks.py) covers both editions byte for byte; here: the twins differ only in
-Markdown, nbgrader accepts the translated solution, and `qkv grade` gives the same totals to the same answers.
+Markdown and the messages of their code (string literals), nbgrader accepts the translated solution, and `qkv grade` gives the same totals to the same answers.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
+from english_left import SENTENCE
 
 from qkv import labs
 from qkv.grading.testing import grade_across_labs, points
@@ -34,13 +38,68 @@ def test_chinese_lab_is_the_english_lab_with_translated_markdown(lab):
     assert [c["cell_type"] for c in zh["cells"]] == [c["cell_type"] for c in en["cells"]]
     for a, b in zip(en["cells"], zh["cells"]):
         meta_a, meta_b = json.loads(json.dumps(a["metadata"])), json.loads(json.dumps(b["metadata"]))
-        if a["cell_type"] == "markdown":  # nbgrader's checksum covers the text, which is translated
+        if a["source"] != b["source"]:  # nbgrader's checksum covers the text, which is translated
             meta_a.get("nbgrader", {}).pop("checksum", None)
             meta_b.get("nbgrader", {}).pop("checksum", None)
         assert meta_b == meta_a, f"cell {a['id']}: metadata (grade id, points, tags) differ"
-        if a["cell_type"] == "code":
-            assert b["source"] == a["source"], f"cell {a['id']}: code differs"
+        if a["cell_type"] == "code":  # only its messages are translated: the same tokens but for the strings
+            assert _code_tokens(b["source"]) == _code_tokens(a["source"]), f"cell {a['id']}: code differs"
     assert zh["metadata"].get("language") == "zh-CN"
+
+
+def _code_tokens(source) -> list[str]:
+    """A cell's Python tokens, each run of adjacent string literals (Python joins them) as one "<str>"."""
+    out: list[str] = []
+    text = "".join(source)
+    for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        if tok.type in (tokenize.NL, tokenize.COMMENT):
+            continue
+        if tok.type == tokenize.STRING:
+            if out[-1:] != ["<str>"]:
+                out.append("<str>")
+        else:
+            out.append(tok.string)
+    return out
+
+
+def _code_strings(path: Path) -> list[tuple[str, str]]:
+    """(cell id, the value of each string literal) of a lab's code cells that a student reads."""
+    found = []
+    for cell in _nb(path)["cells"]:
+        if cell["cell_type"] == "code" and "remove-cell" not in cell["metadata"].get("tags", []):
+            for tok in tokenize.generate_tokens(io.StringIO("".join(cell["source"])).readline):
+                if tok.type == tokenize.STRING:
+                    found.append((cell["id"], tok.string))
+    return found
+
+
+# English a Chinese lab keeps on purpose: text drawn into figures (the figures' labels and their CJK font are
+# another piece of work).
+FIGURE_TEXT = {
+    "number of layers",
+    "inputs reaching the middle output",
+    "tokens changed from here on",
+    "max |change of out_i|",
+    "Changing the future",
+    "after {step} training steps: test accuracy {acc:.2f}",
+}
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_the_chinese_labs_code_speaks_chinese(lab):
+    """No English sentence in the Chinese lab's code (self-check messages, hints, docstrings), and the setup cell
+    sets qkv.selfcheck's words to Chinese. Counted in both editions, to show what was translated."""
+    en, zh = (
+        _code_strings(ROOT / "labs" / lab / f"{lab}.ipynb"),
+        _code_strings(ROOT / "labs" / "zh" / lab / f"{lab}.ipynb"),
+    )
+    sentences = lambda strings: [
+        (c, s) for c, s in strings if SENTENCE.search(s) and s.strip("f\"'") not in FIGURE_TEXT
+    ]
+    assert sentences(en), "the English lab has messages (else this test checks nothing)"
+    assert not sentences(zh), sentences(zh)[:5]
+    assert sum(bool(re.search(r"[\u4e00-\u9fff]", s)) for _, s in zh) >= len(sentences(en))
+    assert any(s == '"zh_CN"' for _, s in zh) and not any(s == '"zh_CN"' for _, s in en)
 
 
 def test_the_translated_lab_is_in_chinese():
@@ -106,3 +165,16 @@ def test_relative_links_in_the_labs_resolve_where_students_open_them(edition):
                 if "://" not in target and not (path.parent / target).exists():
                     broken.append(f"{path.relative_to(ROOT)}: {target}")
     assert not broken, broken
+
+
+@pytest.mark.parametrize("lab", LABS)
+def test_the_grader_knows_the_chinese_labs_cells_as_the_courses(lab):
+    """Every code cell of the Chinese lab, as released, is one of the course's own for the grader (not the
+    student's), like the English lab's: its translated messages do not make a test cell look edited."""
+    from qkv.grading.lab import load_lab
+
+    released = load_lab(lab, ROOT).released
+    for edition in ("labs", "labs/zh"):
+        cells = _nb(ROOT / edition / lab / f"{lab}.ipynb")["cells"]
+        code = ["".join(c["source"]).strip() for c in cells if c["cell_type"] == "code"]
+        assert [src[:60] for src in code if src and src not in released] == [], edition

@@ -5,6 +5,7 @@
     python tools/i18n.py check     # per-page counts; exit 1 on any untranslated, fuzzy or broken entry
     python tools/i18n.py build     # the Chinese edition into _build/html/zh (after the English build)
     python tools/i18n.py grader    # the grader's messages -> locales/zh_CN/LC_MESSAGES/grader.po, compiled to .mo
+    python tools/i18n.py diagrams  # the diagrams' labels -> .../diagrams.po, compiled to .mo, with the CJK font subset
 
 One source: the book's pages and the lab solutions. Sphinx cuts each page into messages (a paragraph, heading,
 table cell, figure alt text, hint title) and translates the Chinese build message by message; a message whose
@@ -38,6 +39,10 @@ EDITION_DIR = "zh"  # _build/html/zh, as in qkv_editions in _config.yml
 WIDTH = 100
 # The grader's messages (qkv.grading.messages): one more catalog beside the book's, compiled for the wheel.
 GRADER = "grader"
+# The diagrams' labels (qkv.diagrams, every `_("...", language)`): one more catalog, compiled for the package, and
+# the subset of Noto Sans CJK SC (OFL 1.1, Debian's fonts-noto-cjk) that draws exactly the characters it uses.
+DIAGRAMS = "diagrams"
+CJK_SOURCE = (Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"), 2)  # font 2 of the collection: SC
 PLACEHOLDER = re.compile(r"\{(\w*)\}")
 TAG = re.compile(r"</?\w+>")
 
@@ -48,7 +53,9 @@ ROLE = re.compile(r"\{([\w:-]+)\}`([^`]*)`")
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
-def _sphinx(builder: str, outdir: Path, doctrees: Path, language: str | None = None, fresh: bool = False) -> int:
+def _sphinx(
+    builder: str, outdir: Path, doctrees: Path, language: str | None = None, fresh: bool = False, **config: object
+) -> int:
     """Jupyter Book's own build (its config from _config.yml and _toc.yml) with a few overrides."""
     from jupyter_book.sphinx import build_sphinx
 
@@ -61,6 +68,7 @@ def _sphinx(builder: str, outdir: Path, doctrees: Path, language: str | None = N
     }
     if language:
         overrides["language"] = language
+    overrides.update(config)
     result = build_sphinx(
         ROOT,
         outdir,
@@ -84,16 +92,18 @@ def extract(args: argparse.Namespace) -> int:
 
 
 def _template(docname: str) -> Catalog:
-    """The page's messages from Sphinx, plus those only a lab's solution has (model answers)."""
+    """The page's messages from Sphinx, plus those only a lab's solution has (model answers, its code's)."""
     pot = POT / f"{docname}.pot"
     with open(pot, "rb") as f:
         template = read_po(f)
     parts = docname.split("/")
     if len(parts) == 3 and parts[0] == "labs" and parts[1] == parts[2]:
-        solution = ROOT / "solutions" / parts[1] / f"{parts[1]}.ipynb"
-        for key in i18n.notebook_messages(json.loads(solution.read_text())):
+        solution = json.loads((ROOT / "solutions" / parts[1] / f"{parts[1]}.ipynb").read_text())
+        for key in i18n.notebook_messages(solution):
             if key not in template:
                 template.add(key)
+        for key in i18n.code_messages(solution):  # the self-checks' messages, hints and docstrings
+            template.add(key, context=i18n.CODE_CONTEXT, auto_comments=["code: a Python string; keep {...} as is"])
     return template
 
 
@@ -196,7 +206,10 @@ def stats(language: str = LANGUAGE) -> dict[str, dict]:
             for m in catalog
             if m.id and m.string and not m.fuzzy
             for b in [
-                broken(str(m.id), str(m.string)) + (grader_broken(str(m.id), str(m.string)) if doc == GRADER else [])
+                code_broken(str(m.id), str(m.string))
+                if m.context == i18n.CODE_CONTEXT
+                else broken(str(m.id), str(m.string))
+                + (grader_broken(str(m.id), str(m.string)) if doc == GRADER else [])
             ]
             if b
         ]
@@ -248,12 +261,27 @@ def check(args: argparse.Namespace) -> int:
     stale = grader_stale(args.language)
     if stale:
         print(f"the grader's catalog: {stale} (run `python tools/i18n.py grader`)", file=sys.stderr)
+    stale_diagrams = compiled_stale(DIAGRAMS, diagrams_mo(args.language), args.language)
+    if stale_diagrams:
+        print(f"the diagrams' catalog: {stale_diagrams} (run `python tools/i18n.py diagrams`)", file=sys.stderr)
     english = shown_in_english(args.language)
     print(
         f"the last Chinese build showed {sum(map(len, english.values()))} messages in English "
         f"({BUILD / EDITION_DIR / 'untranslated.json'})"
     )
-    return 0 if done == total and not bad and not missing_pages and not english and not stale else 1
+    return (
+        0 if done == total and not bad and not missing_pages and not english and not stale and not stale_diagrams else 1
+    )
+
+
+def code_broken(msgid: str, msgstr: str) -> list[str]:
+    """A lab's code message is a Python string: the same expressions in braces, no new quote or backslash."""
+    problems = []
+    if sorted(i18n.PLACEHOLDERS.findall(msgid)) != sorted(i18n.PLACEHOLDERS.findall(msgstr)):
+        problems.append(f"placeholders differ: {i18n.PLACEHOLDERS.findall(msgid)}")
+    if not set(re.findall(r"[\"'\\]", msgstr)) <= set(re.findall(r"[\"'\\]", msgid)):
+        problems.append("a quote or backslash that the English has not")
+    return problems
 
 
 def grader_broken(msgid: str, msgstr: str) -> list[str]:
@@ -283,10 +311,15 @@ def grader_mo(language: str = LANGUAGE) -> Path:
 
 
 def grader_stale(language: str = LANGUAGE) -> str:
-    """What is wrong with the compiled catalog: missing, or not what the .po translates now ('' when current)."""
+    """What is wrong with the grader's compiled catalog ('' when current)."""
+    return compiled_stale(GRADER, grader_mo(language), language)
+
+
+def compiled_stale(name: str, mo: Path, language: str = LANGUAGE) -> str:
+    """What is wrong with a compiled catalog: missing, or not what the .po translates now ('' when current)."""
     import gettext
 
-    po, mo = i18n.catalog_path(ROOT, language, GRADER), grader_mo(language)
+    po = i18n.catalog_path(ROOT, language, name)
     if not po.exists():
         return f"no {po.relative_to(ROOT)}"
     if not mo.exists():
@@ -297,18 +330,17 @@ def grader_stale(language: str = LANGUAGE) -> str:
     return "" if have == want else f"{mo.relative_to(ROOT)} is stale against {po.relative_to(ROOT)}"
 
 
-def grader(args: argparse.Namespace) -> int:
-    """Extract the grader's messages into its catalog (changed English goes fuzzy, as for the book), then
-    compile the catalog's current translations into the .mo that the package ships."""
-    path = i18n.catalog_path(ROOT, args.language, GRADER)
-    old, template = (i18n.load_catalog(path) if path.exists() else None), grader_template()
+def _compile(name: str, template: Catalog, mo: Path, language: str) -> Catalog:
+    """Merge ``template`` into the catalog ``name`` (changed English goes fuzzy, as for the book), then compile
+    the catalog's current translations into ``mo``."""
+    path = i18n.catalog_path(ROOT, language, name)
+    old = i18n.load_catalog(path) if path.exists() else None
     if old is not None and {m.id for m in old if m.id} == {m.id for m in template if m.id}:
         template.creation_date = old.creation_date  # the same messages: rerunning changes no byte
-    catalog = merge(old, template, args.language)
+    catalog = merge(old, template, language)
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "wb") as f:
         write_po(f, catalog, width=WIDTH, ignore_obsolete=True, omit_header=False, sort_output=False)
-    mo = grader_mo(args.language)
     mo.parent.mkdir(parents=True, exist_ok=True)
     with open(mo, "wb") as f:
         write_mo(f, catalog, use_fuzzy=False)
@@ -317,7 +349,72 @@ def grader(args: argparse.Namespace) -> int:
         f"{path.relative_to(ROOT)}: {s.total} messages, {s.translated} translated, {len(s.fuzzy)} fuzzy, "
         f"{len(s.untranslated)} untranslated; compiled into {mo.relative_to(ROOT)}"
     )
+    return catalog
+
+
+def grader(args: argparse.Namespace) -> int:
+    """The grader's messages into its catalog, compiled into the .mo that the package ships."""
+    _compile(GRADER, grader_template(), grader_mo(args.language), args.language)
     return 0
+
+
+def diagrams_template() -> Catalog:
+    """Every label of qkv.diagrams: the first argument of each `_()` call, found by Babel's Python extractor."""
+    from babel.messages.extract import extract_from_file
+
+    source = ROOT / "src" / "qkv" / "diagrams.py"
+    template = Catalog(project="qkv")
+    for _line, text, _comments, _context in extract_from_file("python", source, keywords={"_": (1,)}):
+        template.add(text)  # no line numbers: an edit elsewhere in the module does not touch every entry
+    return template
+
+
+def diagrams_mo(language: str = LANGUAGE) -> Path:
+    from qkv import diagrams
+
+    return diagrams.LOCALE_DIR / language / "LC_MESSAGES" / f"{diagrams.DOMAIN}.mo"
+
+
+def cjk_characters(catalog: Catalog) -> str:
+    """The characters of the current translations that the Latin font (DejaVu Sans) does not draw."""
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    latin = FT2Font(font_manager.findfont("DejaVu Sans")).get_charmap()
+    text = "".join(str(m.string) for m in catalog if m.id and m.string and not m.fuzzy)
+    return "".join(sorted({c for c in text if ord(c) not in latin}))
+
+
+def diagrams(args: argparse.Namespace) -> int:
+    """The diagrams' labels into their catalog and .mo; the CJK font cut to the characters the labels use."""
+    from fontTools import subset
+    from fontTools.ttLib import TTFont
+
+    from qkv import diagrams as module
+
+    catalog = _compile(DIAGRAMS, diagrams_template(), diagrams_mo(args.language), args.language)
+    chars = cjk_characters(catalog)
+    path, number = CJK_SOURCE
+    font = TTFont(path, fontNumber=number, recalcTimestamp=False)  # the same labels give the same bytes
+    options = subset.Options()
+    options.name_IDs, options.layout_features, options.hinting = ["*"], [], False
+    cutter = subset.Subsetter(options)
+    cutter.populate(text=chars)
+    cutter.subset(font)
+    font.save(module.CJK_FONT)
+    print(f"{module.CJK_FONT.relative_to(ROOT)}: {len(chars)} characters, {module.CJK_FONT.stat().st_size:,} bytes")
+    return 0
+
+
+def glossary_terms() -> list[str]:
+    """The Chinese terms of the glossary's tables (its 中文 column), each once: 位置编码, 多头注意力, ..."""
+    terms: dict[str, None] = {}
+    for line in (ROOT / "chapters" / "glossary.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("|") and len(cells) > 1:
+            for term in re.findall(r"[\u4e00-\u9fff]{2,}", MATH.sub("", cells[1])):
+                terms.setdefault(term)
+    return list(terms)
 
 
 def build(args: argparse.Namespace) -> int:
@@ -326,7 +423,24 @@ def build(args: argparse.Namespace) -> int:
     out = BUILD / EDITION_DIR / "html"
     # A fresh environment each time (about half a minute with the execution cache): pages are re-read whenever
     # the catalogs, the English or the extensions changed, and untranslated.json always covers every page.
-    rc = _sphinx("html", out, BUILD / EDITION_DIR / ".doctrees", language=args.language, fresh=True)
+    # Sphinx's Chinese search index cuts the text into words with jieba, which knows the book's terms from the glossary.
+    # Without jieba Sphinx indexes no Chinese word at all, silently: stop instead.
+    import importlib.util
+
+    if args.language.startswith("zh") and importlib.util.find_spec("jieba") is None:
+        print("jieba is missing (the Chinese search needs it): run `make setup`", file=sys.stderr)
+        return 1
+    terms = BUILD / EDITION_DIR / "search_terms.txt"
+    terms.parent.mkdir(parents=True, exist_ok=True)
+    terms.write_text("".join(f"{t}\n" for t in glossary_terms()), encoding="utf-8")
+    rc = _sphinx(
+        "html",
+        out,
+        BUILD / EDITION_DIR / ".doctrees",
+        language=args.language,
+        fresh=True,
+        html_search_options={"dict": str(terms)},
+    )
     if rc:
         return rc
     target = BUILD / "html" / EDITION_DIR
@@ -337,10 +451,11 @@ def build(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["extract", "update", "check", "build", "grader"])
+    parser.add_argument("command", choices=["extract", "update", "check", "build", "grader", "diagrams"])
     parser.add_argument("--language", default=LANGUAGE)
     args = parser.parse_args(argv)
     commands = {"extract": extract, "update": update, "check": check, "build": build, "grader": grader}
+    commands["diagrams"] = diagrams
     return commands[args.command](args)
 
 

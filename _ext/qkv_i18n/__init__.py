@@ -27,6 +27,9 @@ Registered in _config.yml under ``sphinx.local_extensions``; the Chinese edition
    the HTML folder; ``tools/i18n.py check`` reports those the catalogs do not account for, so a changed English
    paragraph whose catalog was never updated cannot pass unnoticed. Such paragraphs also get the class
    ``untranslated`` in the HTML, which ``qkv-i18n.css`` marks for translators.
+10. **Diagrams in the edition's language.** A page glues each diagram once per edition (``qkv.diagrams.glue_key``:
+   ``name`` and ``name_zh_CN``, drawn in the same cached execution); in a translated build ``{glue:figure} name``
+   shows ``name_<language>`` when the page glued one, so the Chinese edition needs no second execution.
 """
 
 from __future__ import annotations
@@ -273,6 +276,25 @@ def _share_glue_data() -> None:
     Parser.parse = parse  # type: ignore[method-assign]
 
 
+def _edition_figure():
+    """myst-nb's ``glue:figure``, taking the edition's own glued figure (``<key>_<language>``) where there is one."""
+    from myst_nb.ext.glue.directives import PasteFigureDirective
+    from myst_nb.ext.glue.utils import RetrievalError, retrieve_glue_data
+
+    class EditionFigure(PasteFigureDirective):
+        def run(self):
+            language = self.state.document.settings.env.config.language or "en"
+            if language != "en":
+                try:
+                    retrieve_glue_data(self.state.document, f"{self.arguments[0]}_{language}")
+                    self.arguments[0] = f"{self.arguments[0]}_{language}"
+                except RetrievalError:
+                    pass  # not a diagram: the same figure in every edition
+            return super().run()
+
+    return EditionFigure
+
+
 def visit_summary_text(self: HTML5Translator, node: SummaryText) -> None:
     self.visit_raw(node)
 
@@ -285,6 +307,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     )
     app.add_node(SummaryText, html=(visit_summary_text, None))
     _share_glue_data()
+    app.add_directive_to_domain("glue", "figure", _edition_figure(), override=True)
     app.add_transform(MarkMessages)
     app.add_transform(TranslateTocCaptions)
     app.add_transform(RecordUntranslated)

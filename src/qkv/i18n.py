@@ -3,9 +3,10 @@
 The book is translated by Sphinx: each paragraph, heading, table cell, ``<summary>`` and figure alt text of a page
 is one message, keyed by its English MyST source. Students open notebooks, not HTML, so the Chinese labs are made
 the same way from the same catalogs: :func:`translate_notebook` cuts each Markdown cell into the blocks that MyST
-(and so Sphinx) cuts it into, and replaces each block whose translation is current. Code cells are never touched.
-A block without a current translation stays English, and :func:`notebook_messages` lists the messages a notebook
-needs, so that a check can say which are missing. ``tools/i18n.py`` drives the book side (see locales/README.md).
+(and so Sphinx) cuts it into, and replaces each block whose translation is current. In code cells only the
+messages are translated: the string literals a student reads (self-check messages, hints, docstrings), keyed by
+their text with the context ``code``. A message without a current translation stays English, and
+:func:`notebook_messages` and :func:`code_messages` list the messages a notebook needs. ``tools/i18n.py`` drives the book side (see locales/README.md).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from babel.messages.pofile import read_po
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-__all__ = ["KEEP", "LOCALES", "Stats", "catalog_path", "load_catalog", "notebook_messages", "translate_notebook"]
+__all__ = ["CODE_CONTEXT", "KEEP", "LOCALES", "Stats", "catalog_path", "code_messages", "load_catalog"]
+__all__ += ["notebook_messages", "translate_code", "translate_notebook"]
 
 LOCALES = "locales"
 # Messages whose "translation" is the English text itself: nbgrader's answer stub, which the grader looks for.
@@ -156,7 +158,8 @@ def _translate_markdown(source: str, catalog: Catalog, md: MarkdownIt, missing: 
 def translate_notebook(nb: dict, catalog: Catalog, md: MarkdownIt | None = None) -> tuple[dict, list[str]]:
     """A copy of ``nb`` with its Markdown translated; also the messages that had no current translation.
 
-    Cell ids, metadata (nbgrader's grade ids and points), and code cells stay exactly as they are.
+    Cell ids and metadata (nbgrader's grade ids and points) stay exactly as they are; in code cells only the
+    messages (string literals, :func:`code_messages`) change.
     """
     md = md or _parser()
     out = copy.deepcopy(nb)
@@ -164,7 +167,11 @@ def translate_notebook(nb: dict, catalog: Catalog, md: MarkdownIt | None = None)
     for cell in out["cells"]:
         if cell["cell_type"] == "markdown":
             text = _translate_markdown(_source(cell), catalog, md, missing)
-            cell["source"] = text if isinstance(nb["cells"][0]["source"], str) else text.splitlines(keepends=True)
+        elif _has_messages(cell):
+            text = translate_code(_source(cell), catalog, missing)
+        else:
+            continue
+        cell["source"] = text if isinstance(nb["cells"][0]["source"], str) else text.splitlines(keepends=True)
     return out, list(dict.fromkeys(missing))
 
 
@@ -191,3 +198,102 @@ class Stats:
             else:
                 s.untranslated.append(str(msg.id))
         return s
+
+
+# The labs' code: its messages (self-check messages, hints, docstrings) are string literals, translated in the
+# Chinese lab like its Markdown; everything else in a code cell (names, numbers, keys, grade ids) stays as it is.
+CODE_CONTEXT = "code"  # the catalogs' msgctxt of a code message (Sphinx's book pages look up no context)
+WORDS = re.compile(r"[A-Za-z]{2,}")
+PLACEHOLDERS = re.compile(r"(?<!\{)\{(?!\{)[^{}]*\}")
+# Text drawn into a figure is the figures' business (their labels and font), not a message of the lab's code.
+FIGURE_ARGS = {"xlabel", "ylabel", "title", "label", "description", "suptitle", "set_title", "loc"}
+FIGURE_ARGS |= {"set_xlabel", "set_ylabel", "text", "annotate", "legend", "colorbar"}
+# A lab's setup cell sets the language of qkv.selfcheck's own words; the generator writes in the edition's.
+LANGUAGE_CALL = re.compile(r'\buse_language\("en"\)')
+
+
+@dataclass
+class _Literal:
+    """Adjacent string literals (Python joins them) that make one message: its key and where it is in the source."""
+
+    start: tuple[int, int]
+    end: tuple[int, int]
+    key: str
+    fmt: bool  # an f-string (the key's placeholders are Python expressions)
+    quote: str
+
+
+def _parts(token: str) -> tuple[str, str, str]:
+    """``f"abc"`` -> ("f", '"', "abc"): prefix, quote, the text between the quotes as written."""
+    at = min(i for i in (token.find('"'), token.find("'")) if i >= 0)
+    prefix, rest = token[:at].lower(), token[at:]
+    quote = rest[:3] if rest[:3] in ('"""', "'''") else rest[0]
+    return prefix, quote, rest[len(quote) : -len(quote)]
+
+
+def _literals(source: str) -> list[_Literal]:
+    """The messages among the string literals of a code cell (text with spaces and words, not a figure's)."""
+    import io
+    import tokenize
+
+    found: list[_Literal] = []
+    group: list[tokenize.TokenInfo] = []
+    calls, last = [""], ["", ""]  # the enclosing calls' names; the two meaningful tokens before a literal
+
+    def close() -> None:
+        parts = [_parts(t.string) for t in group]
+        figure = calls[-1] in FIGURE_ARGS or (last[1] == "=" and last[0] in FIGURE_ARGS)
+        if parts and not figure and all(set(p) <= {"f"} for p, _, _ in parts) and len({q for _, q, _ in parts}) == 1:
+            fmt = any(p == "f" for p, _, _ in parts)
+            key = "".join(t if p == "f" or not fmt else t.replace("{", "{{").replace("}", "}}") for p, _, t in parts)
+            if WORDS.search(PLACEHOLDERS.sub("", key)) and re.search(r"\s", PLACEHOLDERS.sub("", key)):
+                found.append(_Literal(group[0].start, group[-1].end, key, fmt, parts[0][1]))
+        group.clear()
+
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.STRING:
+            group.append(tok)
+        elif tok.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+            close()
+            if tok.string in "([{":
+                calls.append(last[1] if tok.string == "(" else "")
+            elif tok.string in ")]}" and len(calls) > 1:
+                calls.pop()
+            last[:] = [last[1], tok.string]
+    return close() or found
+
+
+def code_messages(nb: dict) -> list[str]:
+    """Every message of a notebook's code cells, in order, once each (their msgctxt is ``CODE_CONTEXT``)."""
+    seen: dict[str, None] = {}
+    for cell in nb["cells"]:
+        if _has_messages(cell):
+            for lit in _literals(_source(cell)):
+                seen.setdefault(lit.key)
+    return list(seen)
+
+
+def _has_messages(cell: dict) -> bool:
+    """A code cell a student reads (the install cell, removed from the book, holds only a pip requirement)."""
+    return cell["cell_type"] == "code" and "remove-cell" not in cell.get("metadata", {}).get("tags", [])
+
+
+def _offset(lines: list[str], pos: tuple[int, int]) -> int:
+    return sum(len(line) for line in lines[: pos[0] - 1]) + pos[1]
+
+
+def translate_code(source: str, catalog: Catalog, missing: list[str]) -> str:
+    """``source`` with each message's literals replaced by one literal holding its current translation."""
+    lines = source.splitlines(keepends=True)
+    for lit in reversed(_literals(source)):
+        msg = catalog.get(lit.key, context=CODE_CONTEXT)
+        new = None if msg is None or msg.fuzzy or not msg.string else str(msg.string)
+        if new is None:
+            missing.append(lit.key)
+            continue
+        start, end = _offset(lines, lit.start), _offset(lines, lit.end)
+        source = source[:start] + ("f" if lit.fmt else "") + lit.quote + new + lit.quote + source[end:]
+        lines = source.splitlines(keepends=True)
+    locale = catalog.locale  # Babel's zh_Hans_CN; gettext's name is zh_CN
+    language = "_".join(filter(None, (locale.language, locale.territory))) if locale else "en"
+    return LANGUAGE_CALL.sub(f'use_language("{language}")', source)

@@ -4,6 +4,10 @@ The labs' self-check cells call these, cheapest first (the shape, then the rows 
 comparison with a reference), so a student reads "weights: row 2 sums to 0.37" rather than "does not match".
 Each raises ``AssertionError`` explicitly (an ``assert`` statement would vanish under ``python -O``).
 
+Their own words come in the lab's language: a lab's setup cell calls ``use_language("en")``, and the Chinese lab,
+generated from the same solution, ``use_language("zh_CN")`` (``qkv.i18n`` writes the edition's language in). The
+Chinese words are the grader's catalog's (locales/zh_CN/LC_MESSAGES/grader.po, compiled into the package).
+
 Example::
 
     >>> import torch
@@ -16,9 +20,45 @@ Example::
 
 from __future__ import annotations
 
+import gettext
+from pathlib import Path
+
 import torch
 
-__all__ = ["expect_close", "expect_rows_sum_to_one", "expect_shape", "matching_mistake"]
+__all__ = ["expect_close", "expect_rows_sum_to_one", "expect_shape", "matching_mistake", "use_language"]
+
+# The catalog the grader ships (qkv.grading.messages reads the same file; this layer imports none of it).
+LOCALE_DIR, DOMAIN = Path(__file__).parent / "grading" / "locale", "qkv_grade"
+NOT_A_TENSOR = "{what} should be a tensor of shape {shape}; got a {kind}"
+WRONG_SHAPE = "{what} should have shape {shape}; got {got}"
+NOT_FINITE = "{what} has NaN or inf where the reference is finite (first at index {index})"
+DIFFERS = (
+    "{what}: differs from the reference by up to {diff} in {bad} of {n} entries"
+    " (worst at index {index}: got {got}, expected {expected})"
+)
+EQUALS_MISTAKE = "{message}; it equals what {mistake} gives"
+LIKELY = "{message}; likely: {hint}"
+HAS_NAN = "{what} contains NaN (first at index {index})"
+NEGATIVE = "{what} has a negative entry ({low}): weights from a softmax are never negative"
+ROW_SUM = "{what} along axis {axis} (one row per query) should sum to 1; the row at {index} sums to {total}"
+NORMALISE = "normalise over the last axis, the keys"
+MESSAGES = (NOT_A_TENSOR, WRONG_SHAPE, NOT_FINITE, DIFFERS, EQUALS_MISTAKE, LIKELY, HAS_NAN, NEGATIVE, ROW_SUM)
+MESSAGES += (NORMALISE,)
+_words: gettext.NullTranslations = gettext.NullTranslations()
+
+
+def use_language(language: str) -> None:
+    """The language of the self-checks' own words: ``"en"`` or a catalog's (``"zh_CN"``)."""
+    global _words
+    _words = (
+        gettext.NullTranslations()
+        if language == "en"
+        else gettext.translation(DOMAIN, localedir=LOCALE_DIR, languages=[language])
+    )
+
+
+def _say(template: str, **params: object) -> str:
+    return _words.gettext(template).format(**params)
 
 
 def _shape(shape) -> str:
@@ -27,15 +67,15 @@ def _shape(shape) -> str:
 
 
 def _fail(message: str, hint: str = "") -> None:
-    raise AssertionError(f"{message}; likely: {hint}" if hint else message)
+    raise AssertionError(_say(LIKELY, message=message, hint=hint) if hint else message)
 
 
 def expect_shape(got, shape, what: str, hint: str = "") -> None:
     """``got`` must be a tensor of exactly ``shape``."""
     if not isinstance(got, torch.Tensor):
-        _fail(f"{what} should be a tensor of shape {_shape(shape)}; got a {type(got).__name__}", hint)
+        _fail(_say(NOT_A_TENSOR, what=what, shape=_shape(shape), kind=type(got).__name__), hint)
     if tuple(got.shape) != tuple(shape):
-        _fail(f"{what} should have shape {_shape(shape)}; got {_shape(got.shape)}", hint)
+        _fail(_say(WRONG_SHAPE, what=what, shape=_shape(shape), got=_shape(got.shape)), hint)
 
 
 def matching_mistake(got: torch.Tensor, mistakes: dict[str, torch.Tensor], atol: float = 1e-5) -> str | None:
@@ -69,20 +109,26 @@ def expect_close(
     broken = ~torch.isfinite(g) & torch.isfinite(e)
     if broken.any():
         index = tuple(int(i) for i in broken.nonzero()[0])
-        _fail(f"{what} has NaN or inf where the reference is finite (first at index {index})", hint)
+        _fail(_say(NOT_FINITE, what=what, index=index), hint)
     diff = torch.where(torch.isfinite(e), (g - e).abs(), torch.zeros_like(e))
     bad = diff > atol + rtol * e.abs()
     if not bad.any():
         return
     worst = int(torch.argmax(torch.where(bad, diff, torch.zeros_like(diff))))
     index = tuple(int(i) for i in torch.unravel_index(torch.tensor(worst), e.shape)) if e.dim() else ()
-    message = (
-        f"{what}: differs from the reference by up to {float(diff.max()):.3g} in {int(bad.sum())} of {bad.numel()}"
-        f" entries (worst at index {index}: got {float(g[index]):.4g}, expected {float(e[index]):.4g})"
+    message = _say(
+        DIFFERS,
+        what=what,
+        diff=f"{float(diff.max()):.3g}",
+        bad=int(bad.sum()),
+        n=bad.numel(),
+        index=index,
+        got=f"{float(g[index]):.4g}",
+        expected=f"{float(e[index]):.4g}",
     )
     mistake = matching_mistake(got, mistakes or {})
     if mistake:
-        _fail(f"{message}; it equals what {mistake} gives")
+        _fail(_say(EQUALS_MISTAKE, message=message, mistake=mistake))
     _fail(message, hint)
 
 
@@ -99,9 +145,9 @@ def expect_rows_sum_to_one(
     w = weights.detach().double().cpu()
     if torch.isnan(w).any():
         index = tuple(int(i) for i in torch.isnan(w).nonzero()[0])
-        _fail(f"{what} contains NaN (first at index {index})", hint)
+        _fail(_say(HAS_NAN, what=what, index=index), hint)
     if (w < 0).any():
-        _fail(f"{what} has a negative entry ({float(w.min()):.3g}): weights from a softmax are never negative", hint)
+        _fail(_say(NEGATIVE, what=what, low=f"{float(w.min()):.3g}"), hint)
     sums = w.sum(dim=dim)
     off = (sums - 1).abs() > atol
     if rows is not None:
@@ -110,7 +156,6 @@ def expect_rows_sum_to_one(
         index = tuple(int(i) for i in off.nonzero()[0])
         axis = dim % w.dim()
         _fail(
-            f"{what} along axis {axis} (one row per query) should sum to 1; the row at {index} sums to "
-            f"{float(sums[index]):.4g}",
-            hint or "normalise over the last axis, the keys",
+            _say(ROW_SUM, what=what, axis=axis, index=index, total=f"{float(sums[index]):.4g}"),
+            hint or _say(NORMALISE),
         )

@@ -95,3 +95,39 @@ def test_switch_works_from_disk(browser_context):
         assert "记号" in page.title()
     finally:
         page.close()
+
+
+EMPHASIS_JS = "() => [...document.querySelectorAll('article em')].map((e) => getComputedStyle(e).fontStyle)"
+
+
+def test_emphasis_is_upright_in_chinese_and_italic_in_english(site_url, browser_context):
+    """Chinese has no italics: `*软*` is set upright (bold) on the Chinese page; the English page keeps italics."""
+    for prefix, upright in (("zh/", True), ("", False)):
+        with opened(browser_context, site_url + f"{prefix}chapters/soft_lookup.html") as (page, _):
+            styles = page.evaluate(EMPHASIS_JS)
+        assert styles, f"{prefix}chapters/soft_lookup.html has no emphasis to check"
+        assert all((style == "normal") == upright for style in styles), (prefix, styles)
+
+
+# A reader types a word into the Chinese edition's search box: the page that teaches it must be among the results.
+SEARCHES = {
+    "注意力": "chapters/soft_lookup.html",
+    "多头": "chapters/multihead.html",
+    "位置编码": "chapters/positional_encoding.html",
+    "掩码": "chapters/score_matrix.html",
+    "缩放": "chapters/scaling.html",
+}
+
+
+@pytest.mark.parametrize("word", list(SEARCHES))
+def test_chinese_search_finds_the_page(word, site_url, browser_context):
+    with opened(browser_context, site_url + "zh/index.html") as (page, traffic):
+        page.locator(".search-button__button:visible").first.click()  # the theme's search dialog
+        box = page.locator("#pst-search-dialog input[name='q']")
+        box.fill(word)
+        box.press("Enter")
+        page.wait_for_url("**/zh/search.html?q=*")
+        page.wait_for_selector("#search-results ul.search li a", timeout=30_000)
+        found = page.eval_on_selector_all("#search-results ul.search li a", "(links) => links.map((a) => a.href)")
+    assert any(href.split("?")[0].endswith("zh/" + SEARCHES[word]) for href in found), (word, found[:10])
+    assert not traffic.problems(), "\n".join(traffic.problems())

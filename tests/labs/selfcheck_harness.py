@@ -4,6 +4,7 @@ The solution notebook's code cells run once in one namespace, with the hidden te
 sees) and matplotlib's Agg backend; the namespace (and torch's RNG state) before each cell is kept. A bug in
 function ``f`` restarts from the snapshot before ``f``'s cell, defines the buggy ``f`` and runs the cells
 after it until the first one that raises: that cell's grade_id and message are what the student would see.
+The Chinese edition runs the same solution translated as ``qkv labs --edition zh`` translates it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import torch
 
+from qkv import i18n, selfcheck
 from qkv.grading.testing import COURSE, solution_notebook
 
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS\n?", re.S)
@@ -41,11 +43,20 @@ class Outcome:
     message: str  # the exception as the student sees it: "AssertionError: ..."
 
 
+def edition_notebook(lab: str, language: str) -> dict:
+    """The solution notebook in ``language`` ("en", or a catalog's: "zh_CN"), translated from the lab's catalog."""
+    nb = solution_notebook(lab)
+    if language == "en":
+        return nb
+    catalog = i18n.load_catalog(i18n.catalog_path(COURSE, language, f"labs/{lab}/{lab}"))
+    return i18n.translate_notebook(nb, catalog)[0]
+
+
 class LabRun:
-    def __init__(self, lab: str):
-        self.lab = lab
+    def __init__(self, lab: str, language: str = "en"):
+        self.lab, self.language = lab, language
         self.cells: list[tuple[str, str, bool]] = []  # (grade_id, source, is a graded test cell)
-        for cell in solution_notebook(lab)["cells"]:
+        for cell in edition_notebook(lab, language)["cells"]:
             if cell["cell_type"] != "code":
                 continue
             meta = cell["metadata"].get("nbgrader", {})
@@ -78,6 +89,7 @@ class LabRun:
         raise LookupError(f"no code cell of {self.lab} defines {name}")
 
     def run_with(self, function: str, source: str) -> Outcome:
+        selfcheck.use_language(self.language)  # the setup cell's choice; another run may have changed it since
         start = self.index_defining(function)
         saved, rng = self.snapshots[start]
         ns = dict(saved)

@@ -10,8 +10,14 @@ kernels) give correct numbers, so no self-check can see them: they are listed in
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from english_left import SENTENCE
 from selfcheck_harness import LabRun, bug_table
+
+from qkv import i18n, selfcheck
+from qkv.grading.testing import solution_notebook
 
 LABS = [
     "soft_lookup",
@@ -310,3 +316,42 @@ def test_the_tables_list_only_existing_mistakes():
     known = {(lab, name) for lab in LABS for name in {**bug_table(lab), **EXTRA.get(lab, {})}}
     assert GRADER_ONLY <= known, sorted(GRADER_ONLY - known)
     assert set(MESSAGE) <= known, sorted(set(MESSAGE) - known)
+
+
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# What PyTorch itself raises (a bug that breaks a call before any self-check) is PyTorch's English in both labs.
+PYTORCH_RAISES = re.compile(r"^(RuntimeError|IndexError|TypeError|ValueError):")
+
+
+@pytest.fixture(scope="module", params=LABS)
+def chinese_lab_run(request):
+    return LabRun(request.param, "zh_CN")
+
+
+def test_every_planted_mistake_fails_the_chinese_lab_with_a_chinese_message(chinese_lab_run):
+    """The Chinese lab (its messages, hints and qkv.selfcheck's words from the catalogs) catches the same
+    mistakes in the same cells, and says so in Chinese: no English sentence of ours left in the message."""
+    lab = chinese_lab_run.lab
+    english = LabRun(lab)
+    # Our English: the lab's code messages and qkv.selfcheck's (a PyTorch error quoted in a message is not ours).
+    ours = [*i18n.code_messages(solution_notebook(lab)), *selfcheck.MESSAGES]
+    bugs = {**bug_table(lab), **EXTRA.get(lab, {})}
+    problems = []
+    for name, (function, source, losing) in bugs.items():
+        if (lab, name) in GRADER_ONLY:
+            continue
+        got, en = chinese_lab_run.run_with(function, source), english.run_with(function, source)
+        if got.cell != en.cell or got.cell not in losing:
+            problems.append(f"{name!r}: fails in {got.cell!r}, the English lab in {en.cell!r}: {got.message}")
+        elif PYTORCH_RAISES.match(en.message):
+            if got.message != en.message:
+                problems.append(f"{name!r}: PyTorch's error differs: {got.message}")
+        elif not CJK.search(got.message):
+            problems.append(f"{name!r}: the message is not Chinese: {got.message}")
+        elif (lab, name) in WITH_NUMBERS and "最多相差" not in got.message:
+            problems.append(f"{name!r}: the message does not say by how much: {got.message}")
+        else:
+            left = [s for s in SENTENCE.findall(got.message) if any(s in text for text in ours)]
+            if left:
+                problems.append(f"{name!r}: English of ours left in the message: {left}: {got.message}")
+    assert not problems, f"{lab}:\n" + "\n".join(problems)

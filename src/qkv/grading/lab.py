@@ -10,7 +10,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from qkv.labs import lab_ids
+from qkv.labs import EDITIONS, lab_ids
 
 from .spec import LabSpec, load_spec
 
@@ -116,12 +116,15 @@ def questions(nb: dict) -> dict[str, str]:
 
 
 def _released_cells(course: Path, lab: str) -> set[str]:
-    """The stripped, non-empty sources of the released lab ``labs/<lab>/<lab>.ipynb`` (empty if there is none)."""
-    path = course / "labs" / lab / f"{lab}.ipynb"
-    if not path.is_file():
-        return set()
-    nb = json.loads(path.read_text(encoding="utf-8"))
-    return {src for cell in nb.get("cells", []) if (src := cell_source(cell).strip())}
+    """The stripped, non-empty sources of the released lab in every edition, ``labs/<lab>/<lab>.ipynb`` and
+    ``labs/zh/<lab>/<lab>.ipynb`` (the Chinese lab's code differs in its messages): empty if there is none."""
+    found: set[str] = set()
+    for folder, _ in EDITIONS.values():
+        path = course / folder / lab / f"{lab}.ipynb"
+        if path.is_file():
+            nb = json.loads(path.read_text(encoding="utf-8"))
+            found |= {src for cell in nb.get("cells", []) if (src := cell_source(cell).strip())}
+    return found
 
 
 def looks_like(cells: list[dict], lab: Lab) -> str | None:

@@ -245,7 +245,10 @@ def catalog_messages() -> dict[str, str]:
     """Every message of the catalog: English text -> a comment for the translator (where it is used)."""
     out = {text: f"grader: {name}" for text, name in TEMPLATES.items()}
     out.update({text: f"status word: {key}" for key, text in STATUS_WORDS.items() if text not in out})
+    from ..selfcheck import MESSAGES as SELF_CHECKS  # the labs' self-checks share this catalog
     from .specs import texts  # imports every spec: only when the catalog is built
+
+    out.update({text: "qkv.selfcheck" for text in SELF_CHECKS if text not in out})
 
     for text, where in texts().items():
         out.setdefault(text, f"spec {where}")
