@@ -241,3 +241,48 @@ def test_nbgrader_folders_at_the_root_are_ignored_by_git():
     for path in generated + kept:
         ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=REPO).returncode == 0
         assert ignored == (path in generated), path
+
+
+def test_qkv_grades_reach_nbgraders_gradebook_and_export(tmp_path):
+    """`qkv grade --gradebook`: the autograded points land in nbgrader's gradebook (nbgrader's API), a written
+    answer's points entered there by hand (as formgrader does) add to them, and `nbgrader export` shows the sum."""
+    import csv
+
+    from nbgrader.api import Gradebook
+
+    nbgrader = [sys.executable, "-m", "nbgrader"]
+    _run([*nbgrader, "quickstart", "course101"], tmp_path)
+    course = tmp_path / "course101"
+    _qkv("course", "init", str(course), LAB, "--yes")
+    _run([*nbgrader, "generate_assignment", LAB], course)  # records the assignment and its graded cells
+    solution = json.loads((REPO / "solutions" / LAB / f"{LAB}.ipynb").read_text())
+    meta = [(c["cell_type"], c["metadata"].get("nbgrader", {})) for c in solution["cells"]]
+    auto = sum(m.get("points", 0) for kind, m in meta if kind == "code" and m.get("grade"))
+    written = [m["grade_id"] for kind, m in meta if kind == "markdown" and m.get("grade")]
+    assert auto > 0 and written
+    for student, notebook in (("alice", REPO / "solutions"), ("bob", REPO / "labs")):
+        folder = course / "submitted" / student / LAB
+        folder.mkdir(parents=True)
+        (folder / f"{LAB}.ipynb").write_bytes((notebook / LAB / f"{LAB}.ipynb").read_bytes())
+    db = f"sqlite:///{course / 'gradebook.db'}"
+    grade = ["grade", LAB, str(course / "submitted"), "--out", str(course / "grades"), "--quiet", "--no-sandbox"]
+    _qkv(*grade, "--gradebook", db, "--jobs", "1")
+    with Gradebook(db) as gb:  # the instructor grades alice's first written answer: 1 point
+        g = gb.find_grade(written[0], LAB, LAB, "alice")
+        assert g.auto_score is None and g.manual_score is None  # a written answer is nbgrader's to grade
+        g.manual_score = 1.0
+        gb.db.commit()
+        assert gb.find_submission(LAB, "alice").code_score == auto
+        assert gb.find_submission(LAB, "bob").code_score == 0
+    _run([*nbgrader, "export"], course)
+    rows = {r["student_id"]: r for r in csv.DictReader((course / "grades.csv").open())}
+    assert float(rows["alice"]["raw_score"]) == auto + 1 and float(rows["bob"]["raw_score"]) == 0
+    assert rows["alice"]["assignment"] == LAB
+
+    # Graded again (its results cached), the hand-graded point stays.
+    _qkv(*grade, "--gradebook", db, "--jobs", "1")
+    _run([*nbgrader, "export", "--to", str(tmp_path / "again.csv")], course)
+    rows = {r["student_id"]: r for r in csv.DictReader((tmp_path / "again.csv").open())}
+    assert float(rows["alice"]["raw_score"]) == auto + 1
+    done = _qkv(*grade, "--gradebook", db, "--assignment", "ps9", ok=False)
+    assert "no notebook soft_lookup in an assignment 'ps9'" in done.stderr
