@@ -68,6 +68,40 @@ def test_student_dist_has_the_labs_and_no_solutions(tmp_path, capsys):
     assert "not empty" in capsys.readouterr().err and (other / "notes.txt").read_text() == "mine"
 
 
+def test_student_dist_points_at_the_instructors_repository_and_pins_qkv(tmp_path, capsys):
+    """The README's nbgitpuller link pulls the instructor's repository (--repo, else the folder's git remote
+    origin); requirements.txt installs qkv at this checkout's commit (or the --qkv-ref given), never a branch."""
+    from urllib.parse import parse_qs, urlsplit
+
+    def link_of(dest: Path) -> tuple[str, dict]:
+        line = next(w for w in (dest / "README.md").read_text().split() if "/git-pull?" in w)
+        url = urlsplit(line.strip("(),."))
+        return f"{url.scheme}://{url.netloc}{url.path}", parse_qs(url.query)
+
+    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+    assert re.fullmatch(r"[0-9a-f]{40}\n", commit)
+    dest = tmp_path / "a"
+    argv = ["student-dist", str(dest), "--course", str(REPO), "--hub", "https://hub.example.edu"]
+    assert main([*argv, "--repo", "https://git.example.edu/me/course.git"]) == 0
+    where, query = link_of(dest)
+    assert where == "https://hub.example.edu/hub/user-redirect/git-pull"
+    assert query["repo"] == ["https://git.example.edu/me/course.git"] and query["branch"] == ["student"]
+    assert query["urlpath"][0].startswith("lab/tree/course/labs/")
+    (qkv_line,) = [x for x in (dest / "requirements.txt").read_text().splitlines() if x.startswith("qkv")]
+    assert qkv_line.endswith(f"@{commit.strip()}") and "git+https://" in qkv_line, qkv_line
+
+    other = tmp_path / "b"  # a folder that is already the student branch's clone: its origin is the default
+    subprocess.run(["git", "init", "-q", str(other)], check=True)
+    subprocess.run(["git", "-C", str(other), "remote", "add", "origin", "https://example.org/t/dist.git"], check=True)
+    assert main(["student-dist", str(other), "--course", str(REPO), "--qkv-ref", "v9.9.9"]) == 0
+    assert link_of(other)[1]["repo"] == ["https://example.org/t/dist.git"]
+    assert (other / "requirements.txt").read_text().splitlines()[-1].endswith("@v9.9.9")
+
+    # Run from anywhere but a qkv checkout, it says so (the page's order once left it in the nbgrader course).
+    assert main(["student-dist", str(tmp_path / "c"), "--course", str(tmp_path)]) == 2
+    assert "is not a qkv checkout" in capsys.readouterr().err and not (tmp_path / "c").exists()
+
+
 def test_hub_requirements_are_the_lock_pins():
     lock = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", (REPO / "requirements.lock").read_text(), re.M))
     pins = re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)", (REPO / "hub" / "requirements.txt").read_text(), re.M)
@@ -207,3 +241,48 @@ def test_nbgrader_folders_at_the_root_are_ignored_by_git():
     for path in generated + kept:
         ignored = subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=REPO).returncode == 0
         assert ignored == (path in generated), path
+
+
+def test_qkv_grades_reach_nbgraders_gradebook_and_export(tmp_path):
+    """`qkv grade --gradebook`: the autograded points land in nbgrader's gradebook (nbgrader's API), a written
+    answer's points entered there by hand (as formgrader does) add to them, and `nbgrader export` shows the sum."""
+    import csv
+
+    from nbgrader.api import Gradebook
+
+    nbgrader = [sys.executable, "-m", "nbgrader"]
+    _run([*nbgrader, "quickstart", "course101"], tmp_path)
+    course = tmp_path / "course101"
+    _qkv("course", "init", str(course), LAB, "--yes")
+    _run([*nbgrader, "generate_assignment", LAB], course)  # records the assignment and its graded cells
+    solution = json.loads((REPO / "solutions" / LAB / f"{LAB}.ipynb").read_text())
+    meta = [(c["cell_type"], c["metadata"].get("nbgrader", {})) for c in solution["cells"]]
+    auto = sum(m.get("points", 0) for kind, m in meta if kind == "code" and m.get("grade"))
+    written = [m["grade_id"] for kind, m in meta if kind == "markdown" and m.get("grade")]
+    assert auto > 0 and written
+    for student, notebook in (("alice", REPO / "solutions"), ("bob", REPO / "labs")):
+        folder = course / "submitted" / student / LAB
+        folder.mkdir(parents=True)
+        (folder / f"{LAB}.ipynb").write_bytes((notebook / LAB / f"{LAB}.ipynb").read_bytes())
+    db = f"sqlite:///{course / 'gradebook.db'}"
+    grade = ["grade", LAB, str(course / "submitted"), "--out", str(course / "grades"), "--quiet", "--no-sandbox"]
+    _qkv(*grade, "--gradebook", db, "--jobs", "1")
+    with Gradebook(db) as gb:  # the instructor grades alice's first written answer: 1 point
+        g = gb.find_grade(written[0], LAB, LAB, "alice")
+        assert g.auto_score is None and g.manual_score is None  # a written answer is nbgrader's to grade
+        g.manual_score = 1.0
+        gb.db.commit()
+        assert gb.find_submission(LAB, "alice").code_score == auto
+        assert gb.find_submission(LAB, "bob").code_score == 0
+    _run([*nbgrader, "export"], course)
+    rows = {r["student_id"]: r for r in csv.DictReader((course / "grades.csv").open())}
+    assert float(rows["alice"]["raw_score"]) == auto + 1 and float(rows["bob"]["raw_score"]) == 0
+    assert rows["alice"]["assignment"] == LAB
+
+    # Graded again (its results cached), the hand-graded point stays.
+    _qkv(*grade, "--gradebook", db, "--jobs", "1")
+    _run([*nbgrader, "export", "--to", str(tmp_path / "again.csv")], course)
+    rows = {r["student_id"]: r for r in csv.DictReader((tmp_path / "again.csv").open())}
+    assert float(rows["alice"]["raw_score"]) == auto + 1
+    done = _qkv(*grade, "--gradebook", db, "--assignment", "ps9", ok=False)
+    assert "no notebook soft_lookup in an assignment 'ps9'" in done.stderr

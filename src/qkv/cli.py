@@ -13,8 +13,13 @@ from . import labs
 
 
 def _labs(args: argparse.Namespace) -> int:
+    from .grading.lab import records  # what `qkv check` reads where there is no course (the package's records)
+
     if args.check:
         problems = labs.check(args.course)
+        for path, text in records(args.course).items():
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                problems.append(f"{path}: not the record of the solutions and labs (run `qkv labs`)")
         for line in problems:
             print(line, file=sys.stderr)
         if not problems:
@@ -25,6 +30,8 @@ def _labs(args: argparse.Namespace) -> int:
         labs.generate(args.course, args.ids or None, edition=edition)
         folder = Path(args.course) / labs.EDITIONS[edition][0]
         print(f"generated {', '.join(args.ids or labs.lab_ids(args.course))} into {folder}")
+    for path, text in records(args.course).items():
+        path.write_text(text, encoding="utf-8")
     return 0
 
 
@@ -60,8 +67,10 @@ def _student_dist(args: argparse.Namespace) -> int:
     from .course import student_dist
 
     try:
-        files = student_dist(args.course, args.dest, branch=args.branch)
-    except FileExistsError as err:
+        files = student_dist(
+            args.course, args.dest, branch=args.branch, repo=args.repo, hub=args.hub, qkv_ref=args.qkv_ref
+        )
+    except (FileExistsError, FileNotFoundError) as err:
         print(f"qkv student-dist: error: {err}", file=sys.stderr)
         return 2
     print(
@@ -144,6 +153,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dest", type=Path, help="an empty folder, or one written by student-dist before (its .git is kept)")
     p.add_argument(
         "--branch", default="student", help="the branch you will push it as, named in its README (default: student)"
+    )
+    p.add_argument(
+        "--repo",
+        help="the repository you push it to, for the README's nbgitpuller link (default: the folder's git remote "
+        "origin, else repository.url of _config.yml)",
+    )
+    p.add_argument("--hub", default="https://YOUR-HUB", help="your JupyterHub's URL, for the README's link")
+    p.add_argument(
+        "--qkv-ref",
+        help="the tag or commit of qkv that requirements.txt pins (default: this checkout's commit)",
     )
     p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
     p.set_defaults(func=_student_dist)

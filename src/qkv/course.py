@@ -22,7 +22,7 @@ from pathlib import Path
 
 from .labs import RELEASE, SOURCE, lab_ids
 
-__all__ = ["Init", "course_init", "nbgitpuller_link", "student_dist"]
+__all__ = ["Init", "course_init", "nbgitpuller_link", "qkv_pin", "qkv_root", "student_dist"]
 
 MARKER = ".qkv-student-dist"  # a folder written by student_dist holds this file (and may be rewritten)
 DIST_README = """# qkv: the labs
@@ -59,14 +59,53 @@ def nbgitpuller_link(hub: str, repo: str, branch: str, path: str) -> str:
     return f"{hub.rstrip('/')}/hub/user-redirect/git-pull?{query}"
 
 
-def student_dist(course: Path, dest: Path, *, branch: str = "student") -> list[Path]:
+def qkv_root(course: Path) -> Path:
+    """``course`` when it is a checkout of qkv (it has ``solutions/`` and ``labs/``); else a clear error."""
+    course = Path(course)
+    if not (course / SOURCE).is_dir() or not (course / RELEASE).is_dir():
+        raise FileNotFoundError(
+            f"{course.resolve()} is not a qkv checkout (no {SOURCE}/ and {RELEASE}/ in it): run this from the "
+            f"checkout, or give its folder with --course"
+        )
+    return course
+
+
+def _git(folder: Path, *args: str) -> str:
+    """The output of ``git -C folder args`` ("" where ``folder`` is no git work tree or git fails)."""
+    import subprocess
+
+    done = subprocess.run(["git", "-C", str(folder), *args], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def qkv_pin(course: Path, ref: str | None = None) -> str:
+    """The requirement that installs this course's ``qkv``: ``repository.url`` of ``_config.yml`` at ``ref``, by
+    default the checkout's commit (its ``v<version>`` tag outside git); never a moving branch."""
+    from . import __version__
+
+    url, _ = _repository(course)
+    ref = ref or _git(course, "rev-parse", "HEAD") or f"v{__version__}"
+    return f"qkv @ git+{url.rstrip('/')}@{ref}"
+
+
+def student_dist(
+    course: Path,
+    dest: Path,
+    *,
+    branch: str = "student",
+    repo: str | None = None,
+    hub: str = "https://YOUR-HUB",
+    qkv_ref: str | None = None,
+) -> list[Path]:
     """Write the student distribution into ``dest`` (empty, or written here before; a ``.git`` in it is kept).
 
     Holds ``labs/`` (as generated), ``chapters/`` (the book's pages, without the instructors' page),
-    ``README.md`` and ``requirements.txt`` (``hub/requirements.txt`` and ``qkv`` from the repository).
+    ``README.md`` and ``requirements.txt`` (``hub/requirements.txt`` and ``qkv`` pinned by :func:`qkv_pin`).
+    The README's nbgitpuller link pulls ``branch`` of ``repo``, where the distribution is pushed: by default the
+    ``origin`` remote of ``dest``'s git, and only without one ``_config.yml``'s ``repository.url``.
     Returns the files written.
     """
-    course, dest = Path(course), Path(dest)
+    course, dest = qkv_root(course), Path(dest)
     if dest.exists() and not (dest / MARKER).exists() and any(p.name != ".git" for p in dest.iterdir()):
         raise FileExistsError(f"{dest} is not empty and was not written by `qkv student-dist`; choose an empty folder")
     dest.mkdir(parents=True, exist_ok=True)
@@ -77,6 +116,7 @@ def student_dist(course: Path, dest: Path, *, branch: str = "student") -> list[P
     for folder in (RELEASE, "chapters"):
         shutil.copytree(course / folder, dest / folder, ignore=skip)
     url, _ = _repository(course)
+    repo = repo or (_git(dest, "remote", "get-url", "origin") if (dest / ".git").exists() else "") or url
     toc = re.findall(r"labs/(\w+)/\1\b", (course / "_toc.yml").read_text())  # the book's order of the labs
     labs = sorted(lab_ids(course), key=lambda lab: (toc.index(lab) if lab in toc else len(toc), lab))
     (dest / "README.md").write_text(
@@ -84,11 +124,11 @@ def student_dist(course: Path, dest: Path, *, branch: str = "student") -> list[P
             labs="\n".join(f"- `labs/{lab}/{lab}.ipynb`" for lab in labs),
             url=url,
             branch=branch,
-            link=nbgitpuller_link("https://YOUR-HUB", url, branch, f"labs/{labs[0]}/{labs[0]}.ipynb"),
+            link=nbgitpuller_link(hub, repo, branch, f"labs/{labs[0]}/{labs[0]}.ipynb"),
         )
     )
     pins = (course / "hub" / "requirements.txt").read_text()
-    (dest / "requirements.txt").write_text(f"{pins.rstrip()}\nqkv @ git+{url}\n")
+    (dest / "requirements.txt").write_text(f"{pins.rstrip()}\n{qkv_pin(course, qkv_ref)}\n")
     (dest / MARKER).write_text("written by `qkv student-dist`; rewritten by it (keeping .git)\n")
     return sorted(p for p in dest.rglob("*") if p.is_file() and ".git" not in p.relative_to(dest).parts)
 
@@ -146,7 +186,7 @@ def course_init(
     ask: Callable[[str], bool] = _ask_never,
 ) -> Init:
     """Add ``labs`` (default: every lab) of ``course`` to the existing nbgrader course at ``target``."""
-    course, target = Path(course), Path(target)
+    course, target = qkv_root(course), Path(target)
     config_file = target / "nbgrader_config.py"
     if not config_file.is_file():
         raise FileNotFoundError(

@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 from qkv.cli import main
+from qkv.grading.lab import load_lab, records
 from qkv.grading.testing import COURSE
 
 SOLUTION = (COURSE / "solutions/soft_lookup/soft_lookup.ipynb").read_bytes()
@@ -38,6 +39,23 @@ def test_instructor_mistakes_exit_non_zero_with_a_message(tmp_path, capsys):
         == 2
     )
     assert "submissions folder not found" in capsys.readouterr().err
+
+
+def test_without_a_course_the_grader_reads_the_records_the_package_ships(tmp_path):
+    """``qkv check`` where students are (no solutions/): the packaged record of each lab is what the course's
+    solution and released lab give (``qkv labs`` writes it; ``qkv labs --check`` fails when it is stale), and no
+    record holds the solution's code or its hidden tests."""
+    shipped = records(COURSE)
+    assert sorted(p.stem for p in shipped) == sorted(p.parent.name for p in COURSE.glob("solutions/*/*.ipynb"))
+    for path, text in shipped.items():
+        assert path.read_text(encoding="utf-8") == text, f"{path.name} is stale: run `qkv labs`"
+        assert "BEGIN SOLUTION" not in text and "HIDDEN TESTS" not in text
+        course, packaged = load_lab(path.stem, COURSE), load_lab(path.stem, tmp_path)
+        assert packaged.course is None and course.course == COURSE
+        for field in ("order", "prompts", "locked", "released", "others"):
+            assert getattr(packaged, field) == getattr(course, field), (path.stem, field)
+        blank = json.loads((COURSE / "labs" / path.stem / f"{path.stem}.ipynb").read_text())
+        assert {"".join(c["source"]).strip() for c in blank["cells"]} - {""} == packaged.released
 
 
 def test_without_bubblewrap_it_refuses_unless_no_sandbox(tmp_path, capsys, monkeypatch):

@@ -29,7 +29,7 @@ LAYERS = [
     {"specs", "compare", "fingerprint", "results", "sandbox"},
     {"messages", "lab"},
     {"submissions", "scoring", "gradescope"},
-    {"batch", "reports"},
+    {"batch", "reports", "gradebook"},
     {"command"},
     {"testing"},
 ]

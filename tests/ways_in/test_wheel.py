@@ -59,3 +59,48 @@ def test_wheel_grades_a_lab(colab, tmp_path):
     )
     assert autograded > 0
     assert (row["status"], float(row["total"]), float(row["max_total"])) == ("graded", autograded, autograded)
+
+
+def test_wheel_checks_a_lab_from_an_empty_folder_and_ships_no_solution(colab, wheel, tmp_path):
+    """A student with only the wheel: ``qkv check`` in a folder that holds nothing but their notebook (no course,
+    no repository above it) grades from the records the package ships; the wheel holds no solution notebook."""
+    lab = "soft_lookup"
+    with zipfile.ZipFile(wheel) as zf:
+        names = zf.namelist()
+        texts = [zf.read(n).decode("utf-8", "replace") for n in names]
+    assert f"qkv/grading/specs/{lab}.json" in names
+    assert not [n for n in names if n.endswith(".ipynb")]
+    regions = re.compile(r"### BEGIN (SOLUTION|HIDDEN TESTS)\n(.*?)\n *### END \1", re.S)
+    secret = [
+        body
+        for path in ROOT.glob("solutions/*/*.ipynb")
+        for cell in json.loads(path.read_text())["cells"]
+        for _, body in regions.findall("".join(cell["source"]))
+        if body.count("\n") >= 2  # three lines or more: a region, not a line any code may hold
+    ]
+    assert len(secret) >= 8
+    leaked = [n for n, t in zip(names, texts, strict=True) if any(body in t for body in secret)]
+    assert leaked == [], f"solution or hidden-test code in the wheel: {leaked}"
+    cells = json.loads((ROOT / "solutions" / lab / f"{lab}.ipynb").read_text())["cells"]
+    autograded = sum(
+        c["metadata"]["nbgrader"].get("points", 0)
+        for c in cells
+        if c["cell_type"] == "code" and c["metadata"].get("nbgrader", {}).get("grade")
+    )
+    manual = sum(
+        c["metadata"]["nbgrader"].get("points", 0)
+        for c in cells
+        if c["cell_type"] == "markdown" and c["metadata"].get("nbgrader", {}).get("grade")
+    )
+    empty = tmp_path / "student"
+    empty.mkdir()
+    qkv = colab.python.parent / "qkv"
+    # a finished notebook (the solution's code, as a student who got everything right has it) and the blank lab
+    shutil.copy(ROOT / "solutions" / lab / f"{lab}.ipynb", empty / "mine.ipynb")
+    shutil.copy(ROOT / "labs" / lab / f"{lab}.ipynb", empty / f"{lab}.ipynb")
+    out = run([qkv, "check", lab, "mine.ipynb"], empty).stdout
+    assert f"total: {autograded:g} / {autograded:g} autograded points" in out, out
+    assert f"(plus {manual:g} points for written answers, graded by hand)" in out, out
+    out = run([qkv, "check", lab, f"{lab}.ipynb"], empty).stdout
+    assert f"total: 0 / {autograded:g} autograded points" in out, out
+    assert sorted(p.name for p in empty.iterdir()) == sorted(["mine.ipynb", f"{lab}.ipynb"])

@@ -18,6 +18,7 @@ from . import bwrap, reports
 from . import messages as M
 from .atomic import write_atomic
 from .batch import default_jobs, grade_folder
+from .gradebook import record_grades
 from .gradescope import build_bundle
 from .lab import GradeError, load_lab
 from .results import Result
@@ -78,6 +79,13 @@ def add_parsers(sub) -> None:
     p.add_argument(
         "--gradescope", action="store_true", help="grade one submission and write Gradescope's results.json into --out"
     )
+    p.add_argument(
+        "--gradebook",
+        metavar="URL",
+        help="also write the autograded points into this nbgrader gradebook (e.g. sqlite:///gradebook.db), where "
+        "formgrader and `nbgrader export` show them with the hand-graded points",
+    )
+    p.add_argument("--assignment", help="the lab's assignment name in the gradebook (default: the lab id)")
     _add_lang(p)
     p.add_argument("--quiet", action="store_true", help="print only warnings and errors")
     p.set_defaults(func=_grade)
@@ -132,6 +140,10 @@ def _grade(args: argparse.Namespace) -> int:
             lang=args.lang,
             log=log,
         )
+        if args.gradebook:
+            lab = load_lab(args.lab, args.course)
+            n = record_grades(args.gradebook, args.assignment or args.lab, lab, results)
+            log(f"{n} submissions' autograded points written into the gradebook {args.gradebook}")
     except GradeError as err:
         print(f"qkv grade: error: {err}", file=sys.stderr)
         return 2

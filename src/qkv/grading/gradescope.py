@@ -185,7 +185,8 @@ def build_bundle(
     course = Path(course)
     if timeout <= 0 or memory <= 0:
         raise GradeError(f"--timeout and --memory must be positive; got {timeout:g} s and {memory} MB")
-    info = load_lab(lab, course)  # checks the lab and its spec exist and agree
+    if load_lab(lab, course).course is None:  # checks the lab and its spec exist and agree
+        raise GradeError(f"no solutions/{lab}/{lab}.ipynb under {course}: the bundle grades with the course's own")
     src = course / "src" / "qkv"
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -199,7 +200,7 @@ def build_bundle(
         size = textwrap.fill(container_advice(lab, course, memory), 110, initial_indent="Container size: ")
         guide = GUIDE.format(lab=lab, size=size, timeout=timeout, memory=memory)
         _add(zf, "README.txt", guide)
-        _add(zf, f"solutions/{lab}/{lab}.ipynb", info.solution.read_bytes())
+        _add(zf, f"solutions/{lab}/{lab}.ipynb", (course / "solutions" / lab / f"{lab}.ipynb").read_bytes())
         for name in ("pyproject.toml", "README.md", "LICENSE"):
             if (course / name).exists():
                 _add(zf, f"qkv-src/{name}", (course / name).read_bytes())

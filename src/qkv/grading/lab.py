@@ -1,5 +1,11 @@
 """The lab being graded: its spec, checked against the solution notebook, and the cells it released to students.
 
+What the grader reads from a course (the solution's grade ids, points, written questions and locked cells; the
+released lab's cells) is its *record*. It comes from the course's ``solutions/`` where the course has the lab; else
+from the record shipped in the package (``specs/<lab>.json``, written by ``qkv labs`` and checked by ``qkv labs
+--check``), so that ``qkv check`` works wherever students are (a wheel, Colab, Binder, the hub) without the solution
+notebooks, which are never shipped.
+
 Layer: grader side, above ``spec``; imports the standard library, ``spec`` and ``qkv.labs`` (which labs a course has).
 The solution's nbgrader metadata is trusted (it is ours); a submission's never is.
 """
@@ -25,8 +31,8 @@ class Lab:
     spec: LabSpec
     order: list[str]  # grade_ids in notebook order
     prompts: dict[str, str]  # manual grade_id -> the question's markdown (the cell before the answer)
-    locked: set[str]  # sources of the lab's locked cells (to find where a written answer ends)
-    solution: Path
+    locked: set[str]  # sources of the lab's locked Markdown cells (to find where a written answer ends)
+    course: Path | None  # the course folder the record came from; None: the record shipped in the package
     released: set[str]  # sources (stripped) of the released lab's cells: what a student did not write
     others: dict[str, set[str]]  # the other labs' released cells (to recognise a notebook of another lab)
     ids: frozenset[str] = frozenset()  # the grade_ids of the solution's nbgrader cells
@@ -40,25 +46,17 @@ def cell_source(cell: dict) -> str:
     return src if isinstance(src, str) else ""
 
 
-def load_lab(lab: str, course: Path) -> Lab:
-    """The lab's spec, checked against the solution notebook's nbgrader metadata (trusted: it is ours)."""
-    course = Path(course)
-    solution = course / "solutions" / lab / f"{lab}.ipynb"
+RECORDS = Path(__file__).parent / "specs"  # <lab>.json: the records shipped with the package
+
+
+def lab_record(course: Path, lab: str) -> dict | None:
+    """What the grader reads from ``course`` about ``lab`` (None when the course has no solution of it): grade ids
+    in notebook order, their points, the written questions, the locked Markdown cells and the released lab's cells."""
+    solution = Path(course) / "solutions" / lab / f"{lab}.ipynb"
     if not solution.is_file():
-        known = (
-            sorted(p.name for p in (course / "solutions").glob("*") if p.is_dir())
-            if (course / "solutions").is_dir()
-            else []
-        )
-        raise GradeError(
-            f"unknown lab {lab!r}: no {solution} (labs here: {', '.join(known) or 'none'}; --course sets the course folder)"
-        )
-    try:
-        spec = load_spec(lab)
-    except LookupError as err:
-        raise GradeError(str(err)) from None
+        return None
     nb = json.loads(solution.read_text(encoding="utf-8"))
-    order, locked, points, ids = [], set(), {}, set()
+    order, locked, points, ids = [], {}, {}, set()
     for cell in nb["cells"]:
         meta = cell.get("metadata", {}).get("nbgrader", {})
         if meta.get("grade_id"):
@@ -67,7 +65,58 @@ def load_lab(lab: str, course: Path) -> Lab:
             order.append(meta["grade_id"])
             points[meta["grade_id"]] = float(meta.get("points", 0))
         if meta.get("locked"):
-            locked.add(cell_source(cell).strip())
+            locked[cell_source(cell).strip()] = cell.get("cell_type")
+    # the released lab's cells; without a release, the locked ones (the record keeps no hidden test where there is)
+    released = _released_cells(Path(course), lab) or set(locked)
+    return {
+        "lab": lab,
+        "order": order,
+        "ids": sorted(ids),  # every nbgrader cell's grade_id (a locked cell of any release is known by it)
+        "points": points,
+        "prompts": questions(nb),
+        "locked": sorted(src for src, kind in locked.items() if kind == "markdown"),  # code: hidden tests
+        "released": sorted(released),
+    }
+
+
+def packaged_record(lab: str) -> dict | None:
+    """The record of ``lab`` shipped in the package (None when there is none)."""
+    path = RECORDS / f"{lab}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if lab.isidentifier() and path.is_file() else None
+
+
+def record_text(record: dict) -> str:
+    """A record as ``specs/<lab>.json`` holds it (stable bytes: ``qkv labs --check`` compares them)."""
+    return json.dumps(record, ensure_ascii=False, indent=1, sort_keys=True) + "\n"
+
+
+def records(course: Path) -> dict[Path, str]:
+    """The records to ship, where ``course`` is qkv's own source tree (``src/qkv/``; else none): path -> text.
+    ``qkv labs`` writes them and ``qkv labs --check`` compares them."""
+    specs = Path(course) / "src" / "qkv" / "grading" / "specs"
+    if not specs.is_dir():
+        return {}
+    return {specs / f"{lab}.json": record_text(lab_record(course, lab)) for lab in lab_ids(course)}
+
+
+def load_lab(lab: str, course: Path) -> Lab:
+    """The lab's spec, checked against its record: the course's solution notebook's nbgrader metadata (trusted: it
+    is ours) where the course has it, else the record shipped in the package."""
+    course = Path(course)
+    record, home = lab_record(course, lab), course
+    if record is None:
+        record, home = packaged_record(lab), None
+    if record is None:
+        known = sorted(set(lab_ids(course)) | {p.stem for p in RECORDS.glob("*.json")})
+        raise GradeError(
+            f"unknown lab {lab!r}: no {course / 'solutions' / lab / f'{lab}.ipynb'} and no such lab in qkv "
+            f"(labs: {', '.join(known) or 'none'}; --course sets the course folder)"
+        )
+    try:
+        spec = load_spec(lab)
+    except LookupError as err:
+        raise GradeError(str(err)) from None
+    order, points = record["order"], record["points"]
     spec_ids = [i.grade_id for i in spec.items]
     if sorted(spec_ids) != sorted(order):
         raise GradeError(f"the spec of {lab} grades {spec_ids} but the notebook's graded cells are {order}")
@@ -76,9 +125,13 @@ def load_lab(lab: str, course: Path) -> Lab:
             raise GradeError(
                 f"{lab}: {i.grade_id} is worth {points[i.grade_id]} points in the notebook, {i.points} in the spec"
             )
-    released = _released_cells(course, lab) or locked
-    others = {other: cells for other in lab_ids(course) if other != lab and (cells := _released_cells(course, other))}
-    return Lab(lab, spec, order, questions(nb), locked, solution, released, others, frozenset(ids))
+    locked, released = set(record["locked"]), set(record["released"])
+    if home is not None:
+        others = {o: _released_cells(course, o) for o in lab_ids(course) if o != lab}
+    else:
+        others = {p.stem: set(packaged_record(p.stem)["released"]) for p in RECORDS.glob("*.json") if p.stem != lab}
+    others = {o: cells for o, cells in others.items() if cells}
+    return Lab(lab, spec, order, record["prompts"], locked, home, released, others, frozenset(record["ids"]))
 
 
 def the_courses(cell: dict, lab: Lab) -> bool:

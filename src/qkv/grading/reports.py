@@ -173,8 +173,8 @@ def manual_html(lab: Lab, gid: str, results: list[Result] | list[dict], manual: 
 def _question(lab: Lab, gid: str, t: Translator) -> str:
     """The question as the students of that language read it: from their edition of the lab
     (``labs/zh/<lab>/``), else the English one."""
-    course = lab.solution.parents[2]  # <course>/solutions/<lab>/<lab>.ipynb
-    edition = course / EDITIONS[t.lang][0] / lab.lab / f"{lab.lab}.ipynb" if t.lang in EDITIONS else None
+    home = lab.course
+    edition = home / EDITIONS[t.lang][0] / lab.lab / f"{lab.lab}.ipynb" if t.lang in EDITIONS and home else None
     if t.lang != "en" and edition is not None and edition.is_file():
         translated = questions(json.loads(edition.read_text(encoding="utf-8"))).get(gid)
         if translated:
