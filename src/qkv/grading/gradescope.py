@@ -3,15 +3,15 @@
 The zip holds ``setup.sh`` (installs Python, bubblewrap and the pinned packages), ``run_autograder`` (grades
 ``/autograder/submission`` into ``/autograder/results/results.json`` with ``qkv grade --gradescope``, with the
 bundle's ``--timeout`` and ``--memory``), a copy of the ``qkv`` package with its grader and this lab's spec
-only, and the lab's solution notebook (the grader reads its nbgrader metadata; the submission's sandbox never
-sees it, and run_autograder makes it root-only). README.txt names the container size to choose, from the
+only, the lab's solution notebook (the grader reads its nbgrader metadata; the submission's sandbox never
+sees it, and run_autograder makes it root-only) and the released lab (its cells are not the student's own). README.txt names the container size to choose, from the
 peak memory and time of one submission measured by ``benchmarks/gradescope.py``.
 
 Inside Gradescope's container bubblewrap may be unable to create namespaces; ``qkv grade --gradescope`` then
 says so in the results' output and grades with resource limits and a separate unprivileged uid only (the
 container itself is a throwaway sandbox for this one submission).
 
-Layer: grader side, above ``lab``; imports the standard library and ``lab``.
+Layer: grader side, above ``lab``; imports the standard library, ``qkv.labs`` and ``lab``.
 """
 
 from __future__ import annotations
@@ -25,12 +25,15 @@ import textwrap
 import zipfile
 from pathlib import Path
 
+from qkv.labs import EDITIONS
+
 from .lab import GradeError, load_lab
 from .messages import GS_FAILED, translator
 
 # Top-level packages a submission's notebook needs; pip resolves the rest. Versions come from requirements.lock
 # (torch's from requirements-torch.txt).
-PACKAGES = ["torch", "numpy", "matplotlib", "ipywidgets", "ipython"]
+# nbgrader: the grader may recognise an earlier release's locked cells by nbgrader's checksum.
+PACKAGES = ["torch", "numpy", "matplotlib", "ipywidgets", "ipython", "nbgrader"]
 
 SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when the autograder image is built.
@@ -89,6 +92,7 @@ setup.sh         installs Python, bubblewrap and the pinned packages (torch CPU)
 run_autograder   grades /autograder/submission with `qkv grade --gradescope` into /autograder/results/results.json
 qkv-src/         the qkv package with its grader and the grading spec of {lab} (no other lab's)
 solutions/       the lab's solution notebook (read for its nbgrader metadata; made root-only before grading)
+labs/            the released lab, both editions (the cells students did not write are not held against them)
 
 Each test in results.json is one autograded exercise; written answers are graded by hand on Gradescope.
 Where Gradescope's container does not let bubblewrap create namespaces, the results' output says so and the
@@ -201,6 +205,12 @@ def build_bundle(
         guide = GUIDE.format(lab=lab, size=size, timeout=timeout, memory=memory)
         _add(zf, "README.txt", guide)
         _add(zf, f"solutions/{lab}/{lab}.ipynb", (course / "solutions" / lab / f"{lab}.ipynb").read_bytes())
+        # the released lab, both editions: the cells a student did not write (the lab's own self-checks may call
+        # what its exercises forbid), and the written questions as each edition's students read them
+        for release, _ in EDITIONS.values():
+            released = course / release / lab / f"{lab}.ipynb"
+            if released.is_file():
+                _add(zf, f"{release}/{lab}/{lab}.ipynb", released.read_bytes())
         for name in ("pyproject.toml", "README.md", "LICENSE"):
             if (course / name).exists():
                 _add(zf, f"qkv-src/{name}", (course / name).read_bytes())
