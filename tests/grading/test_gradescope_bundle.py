@@ -6,7 +6,9 @@ submission, with no false error line for correct students, with and without bubb
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import zipfile
 
 from qkv.cli import main
@@ -109,3 +111,26 @@ def test_run_autograder_writes_gradescope_results(tmp_path):
             text = "\n".join([res.get("output", ""), *(t["output"] for t in res["tests"])])
             assert not any(w in text.lower() for w in ("error", "forbidden", "traceback")), text
             assert name != "variant" or "bubblewrap unavailable" in text, text  # the no-bubblewrap path it took
+
+
+def test_setup_refuses_a_cuda_torch(tmp_path):
+    """setup.sh's check after the install: this venv's torch (a CPU build) passes; a torch reporting a CUDA build
+    (what pip takes from PyPI when PyTorch's CPU index is unreachable) stops the setup with a message."""
+    bundle = tmp_path / "b.zip"
+    assert main(["gradescope-bundle", LAB, "--out", str(bundle), "--course", str(COURSE)]) == 0
+    setup = zipfile.ZipFile(bundle).read("setup.sh").decode()
+    check = setup[setup.index("# torch-check") : setup.index("# end torch-check")]
+    stub = tmp_path / "stub" / "torch"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text('__version__ = "2.13.0+cu128"\n\n\nclass version:\n    cuda = "12.8"\n')
+
+    def run(pythonpath: str) -> subprocess.CompletedProcess:
+        env = {**os.environ, "PY": sys.executable, "PYTHONPATH": pythonpath}
+        return subprocess.run(["bash", "-euo", "pipefail", "-c", check], env=env, capture_output=True, text=True)
+
+    cpu = run("")
+    assert cpu.returncode == 0, cpu.stderr
+    cuda = run(str(stub.parent))
+    assert cuda.returncode != 0
+    assert "torch 2.13.0+cu128 (CUDA 12.8) is not the CPU build" in cuda.stderr
+    assert "download.pytorch.org/whl/cpu" in cuda.stderr

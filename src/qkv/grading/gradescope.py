@@ -48,6 +48,14 @@ python3 -m venv /autograder/venv
 /autograder/venv/bin/pip install --quiet -r /autograder/source/requirements.txt \\
     --extra-index-url https://download.pytorch.org/whl/cpu
 /autograder/venv/bin/pip install --quiet --no-deps /autograder/source/qkv-src
+PY=/autograder/venv/bin/python
+# torch-check: where PyTorch's CPU index is unreachable, pip takes PyPI's CUDA build (gigabytes) without a word
+"$PY" -c 'import sys, torch
+cpu = torch.version.cuda is None and (sys.platform != "linux" or torch.__version__.endswith("+cpu"))
+sys.exit(0 if cpu else f"torch {torch.__version__} (CUDA {torch.version.cuda}) is not the CPU build")' || {
+  echo "setup.sh: torch must be the CPU build from https://download.pytorch.org/whl/cpu (was it reachable?);" \\
+       "rebuild the autograder image when it is." >&2; exit 1; }
+# end torch-check
 """
 
 RUN = """#!/usr/bin/env bash
@@ -88,7 +96,8 @@ submission's own code; a submission over them gets 0 on the items it did not fin
 why, instead of Gradescope killing the whole run. Rebuild with `qkv gradescope-bundle {lab} --timeout S
 --memory MB` to change them; keep the container's memory above the measured peak plus what --memory allows.
 
-setup.sh         installs Python, bubblewrap and the pinned packages (torch CPU) into /autograder/venv
+setup.sh         installs Python, bubblewrap and the pinned packages into /autograder/venv; stops with a message
+                 when torch is not the CPU build (PyTorch's CPU index unreachable: PyPI's CUDA build, gigabytes)
 run_autograder   grades /autograder/submission with `qkv grade --gradescope` into /autograder/results/results.json
 qkv-src/         the qkv package with its grader and the grading spec of {lab} (no other lab's)
 solutions/       the lab's solution notebook (read for its nbgrader metadata; made root-only before grading)
