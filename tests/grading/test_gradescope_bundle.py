@@ -52,7 +52,8 @@ def test_bundle_options_spec_and_readme(tmp_path, capsys):
         run = zf.read("run_autograder").decode()
         readme = " ".join(zf.read("README.txt").decode().split())  # words, whatever the line breaks
     specs = {n.rsplit("/", 1)[-1] for n in names if "/grading/specs/" in n}
-    assert specs == {"__init__.py", f"{LAB}.py"}  # no other lab's spec
+    # no other lab's spec; contracts.py: the helpers the specs share (masks' imports it)
+    assert specs == {"__init__.py", "contracts.py", f"{LAB}.py"}
     assert not [n for n in names if n.startswith("solutions/") and not n.startswith(f"solutions/{LAB}/")]
     assert "--timeout 77" in run and "--memory 333" in run
     assert "77 s wall clock" in readme and "333 MB" in readme
@@ -62,7 +63,7 @@ def test_bundle_options_spec_and_readme(tmp_path, capsys):
     nbgrader = next(line.split()[0] for line in lock.splitlines() if line.lower().startswith("nbgrader=="))
     assert nbgrader in requirements
 
-    measured = json.loads((COURSE / "benchmarks/results/gradescope.json").read_text())["labs"][LAB]
+    measured = json.loads((COURSE / "benchmarks/results/gradescope_memory.json").read_text())["labs"][LAB]
     need = measured["peak_mb"] + 333
     cpus, mb = next(s for s in SIZES if s[1] >= need)
     expected = f"{cpus:g} CPU, {mb / 1024:g} GB" if mb >= 1024 else f"{cpus:g} CPU, {mb} MB"
@@ -94,23 +95,44 @@ def test_run_autograder_writes_gradescope_results(tmp_path):
         ("completed", completed, points, None),
         ("variant", variant, points, ""),  # QKV_BWRAP="": no bubblewrap
     ]:
-        root = tmp_path / name / "autograder"
-        env = layout(bundle, root, notebook)
-        if bwrap is not None:
-            env["QKV_BWRAP"] = bwrap
-        done = subprocess.run(
-            [str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=900
-        )
-        assert done.returncode == 0, done.stderr
-        res = json.loads((root / "results" / "results.json").read_text())
+        res = _run_autograder(bundle, tmp_path / name / "autograder", notebook, bwrap)
         assert {t["name"]: t["score"] for t in res["tests"]} == expected, name
         assert {t["name"]: t["max_score"] for t in res["tests"]} == points
         assert all(isinstance(t["output"], str) for t in res["tests"])
         assert res["score"] == sum(expected.values())
         if name in ("completed", "variant"):  # what a correct student reads: no error of any kind
-            text = "\n".join([res.get("output", ""), *(t["output"] for t in res["tests"])])
-            assert not any(w in text.lower() for w in ("error", "forbidden", "traceback")), text
+            text = _clean_text(res)
             assert name != "variant" or "bubblewrap unavailable" in text, text  # the no-bubblewrap path it took
+
+
+def test_a_lab_whose_spec_uses_contracts(tmp_path):
+    """masks' spec imports the shared contracts.py: its bundle grades a correct student to full marks, cleanly."""
+    bundle = tmp_path / "b.zip"
+    assert main(["gradescope-bundle", "masks", "--out", str(bundle), "--course", str(COURSE)]) == 0
+    notebook = tmp_path / "masks.ipynb"
+    notebook.write_text(json.dumps(completed_lab("masks")))
+    res = _run_autograder(bundle, tmp_path / "autograder", notebook, None)
+    assert {t["name"]: t["score"] for t in res["tests"]} == _auto_points("masks")
+    _clean_text(res)
+
+
+def _run_autograder(bundle, root, notebook, bwrap: str | None) -> dict:
+    """The bundle's run_autograder on ``notebook`` in ``root`` laid out like /autograder (``bwrap``: QKV_BWRAP)."""
+    env = layout(bundle, root, notebook)
+    if bwrap is not None:
+        env["QKV_BWRAP"] = bwrap
+    done = subprocess.run(
+        [str(root / "source" / "run_autograder")], env=env, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads((root / "results" / "results.json").read_text())
+
+
+def _clean_text(res: dict) -> str:
+    """All that results.json shows the student, asserted free of any error line."""
+    text = "\n".join([res.get("output", ""), *(t["output"] for t in res["tests"])])
+    assert not any(w in text.lower() for w in ("error", "forbidden", "traceback")), text
+    return text
 
 
 def test_setup_refuses_a_cuda_torch(tmp_path):
