@@ -100,7 +100,8 @@ why, instead of Gradescope killing the whole run. Rebuild with `qkv gradescope-b
 setup.sh         installs Python, bubblewrap and the pinned packages into /autograder/venv; stops with a message
                  when torch is not the CPU build (PyTorch's CPU index unreachable: PyPI's CUDA build, gigabytes)
 run_autograder   grades /autograder/submission with `qkv grade --gradescope` into /autograder/results/results.json
-qkv-src/         the qkv package with its grader and the grading spec of {lab} (no other lab's)
+qkv-src/         the qkv package with its grader, the grading spec of {lab} and the specs' shared helpers
+                 (no other lab's spec)
 solutions/       the lab's solution notebook (read for its nbgrader metadata; made root-only before grading)
 labs/            the released lab, both editions (the cells students did not write are not held against them)
 
