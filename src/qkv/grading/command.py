@@ -97,7 +97,13 @@ def add_parsers(sub) -> None:
     p.add_argument(
         "--timeout", type=float, default=300.0, help="wall-clock seconds per submission on Gradescope (default 300)"
     )
-    p.add_argument("--memory", type=int, default=512, help="memory in MB for a submission's own code (default 512)")
+    p.add_argument(
+        "--memory",
+        type=int,
+        default=512,
+        help="memory in MB for a submission's own code (default 512: with the kernel's measured peaks, 410-600 MB, "
+        "it fits Gradescope's 1.5 GB container; see benchmarks/gradescope_memory.py)",
+    )
     _add_lang(p)
     p.set_defaults(func=_bundle)
 

@@ -3,15 +3,16 @@
 The zip holds ``setup.sh`` (installs Python, bubblewrap and the pinned packages), ``run_autograder`` (grades
 ``/autograder/submission`` into ``/autograder/results/results.json`` with ``qkv grade --gradescope``, with the
 bundle's ``--timeout`` and ``--memory``), a copy of the ``qkv`` package with its grader and this lab's spec
-only, and the lab's solution notebook (the grader reads its nbgrader metadata; the submission's sandbox never
-sees it, and run_autograder makes it root-only). README.txt names the container size to choose, from the
-peak memory and time of one submission measured by ``benchmarks/gradescope.py``.
+only, the lab's solution notebook (the grader reads its nbgrader metadata; the submission's sandbox never
+sees it, and run_autograder makes it root-only) and the released lab (its cells are not the student's own).
+README.txt names the container size to choose, from the kernel's peak memory (a cgroup's) and the time of one
+submission measured by ``benchmarks/gradescope_memory.py``.
 
 Inside Gradescope's container bubblewrap may be unable to create namespaces; ``qkv grade --gradescope`` then
 says so in the results' output and grades with resource limits and a separate unprivileged uid only (the
 container itself is a throwaway sandbox for this one submission).
 
-Layer: grader side, above ``lab``; imports the standard library and ``lab``.
+Layer: grader side, above ``lab``; imports the standard library, ``qkv.labs`` and ``lab``.
 """
 
 from __future__ import annotations
@@ -25,12 +26,15 @@ import textwrap
 import zipfile
 from pathlib import Path
 
+from qkv.labs import EDITIONS, lab_ids
+
 from .lab import GradeError, load_lab
 from .messages import GS_FAILED, translator
 
 # Top-level packages a submission's notebook needs; pip resolves the rest. Versions come from requirements.lock
 # (torch's from requirements-torch.txt).
-PACKAGES = ["torch", "numpy", "matplotlib", "ipywidgets", "ipython"]
+# nbgrader: the grader may recognise an earlier release's locked cells by nbgrader's checksum.
+PACKAGES = ["torch", "numpy", "matplotlib", "ipywidgets", "ipython", "nbgrader"]
 
 SETUP = """#!/usr/bin/env bash
 # Gradescope runs this once, as root, when the autograder image is built.
@@ -45,6 +49,14 @@ python3 -m venv /autograder/venv
 /autograder/venv/bin/pip install --quiet -r /autograder/source/requirements.txt \\
     --extra-index-url https://download.pytorch.org/whl/cpu
 /autograder/venv/bin/pip install --quiet --no-deps /autograder/source/qkv-src
+PY=/autograder/venv/bin/python
+# torch-check: where PyTorch's CPU index is unreachable, pip takes PyPI's CUDA build (gigabytes) without a word
+"$PY" -c 'import sys, torch
+cpu = torch.version.cuda is None and (sys.platform != "linux" or torch.__version__.endswith("+cpu"))
+sys.exit(0 if cpu else f"torch {torch.__version__} (CUDA {torch.version.cuda}) is not the CPU build")' || {
+  echo "setup.sh: torch must be the CPU build from https://download.pytorch.org/whl/cpu (was it reachable?);" \\
+       "rebuild the autograder image when it is." >&2; exit 1; }
+# end torch-check
 """
 
 RUN = """#!/usr/bin/env bash
@@ -70,7 +82,7 @@ exit $status
 
 # Gradescope's container sizes (Autograder Settings), smallest first: (CPUs, memory in MB). The default is the first.
 CONTAINERS = [(0.5, 768), (1.0, 1536), (2.0, 3072), (4.0, 6144)]
-MEASURED = "benchmarks/results/gradescope.json"  # written by benchmarks/gradescope.py
+MEASURED = "benchmarks/results/gradescope_memory.json"  # written by benchmarks/gradescope_memory.py
 
 GUIDE = """Gradescope autograder for the qkv lab {lab}
 ===========================================
@@ -85,10 +97,13 @@ submission's own code; a submission over them gets 0 on the items it did not fin
 why, instead of Gradescope killing the whole run. Rebuild with `qkv gradescope-bundle {lab} --timeout S
 --memory MB` to change them; keep the container's memory above the measured peak plus what --memory allows.
 
-setup.sh         installs Python, bubblewrap and the pinned packages (torch CPU) into /autograder/venv
+setup.sh         installs Python, bubblewrap and the pinned packages into /autograder/venv; stops with a message
+                 when torch is not the CPU build (PyTorch's CPU index unreachable: PyPI's CUDA build, gigabytes)
 run_autograder   grades /autograder/submission with `qkv grade --gradescope` into /autograder/results/results.json
-qkv-src/         the qkv package with its grader and the grading spec of {lab} (no other lab's)
+qkv-src/         the qkv package with its grader, the grading spec of {lab} and the specs' shared helpers
+                 (no other lab's spec)
 solutions/       the lab's solution notebook (read for its nbgrader metadata; made root-only before grading)
+labs/            the released lab, both editions (the cells students did not write are not held against them)
 
 Each test in results.json is one autograded exercise; written answers are graded by hand on Gradescope.
 Where Gradescope's container does not let bubblewrap create namespaces, the results' output says so and the
@@ -116,26 +131,37 @@ def _add(zf: zipfile.ZipFile, arcname: str, data: bytes | str, executable: bool 
 
 
 def container_advice(lab: str, course: Path, memory: int) -> str:
-    """The container size for ``lab``: the smallest with the measured peak of one correct submission (summed
-    RSS: an upper bound) plus the ``memory`` a submission's own code may take on top of it."""
+    """The container size for ``lab``: the smallest with the kernel's measured peak of one correct submission
+    (its cgroup's, as a container's limit counts it) plus the ``memory`` a submission's own code may take."""
     path = Path(course) / MEASURED
     rows = json.loads(path.read_text()).get("labs", {}) if path.exists() else {}
     row = rows.get(lab)
     if not row:
         return (
-            f"not measured for this lab (run benchmarks/gradescope.py); choose {_size(CONTAINERS[1])} "
-            f"or more: Gradescope's default {_size(CONTAINERS[0])} is below the peak of the other labs."
+            f"not measured for this lab (run benchmarks/gradescope_memory.py); choose {_size(CONTAINERS[1])} "
+            f"or more: the measured labs peak at about 400-500 MB, which with --memory is above "
+            f"Gradescope's default {_size(CONTAINERS[0])}."
         )
     need = row["peak_mb"] + memory
     cpus, mb = next((c for c in CONTAINERS if c[1] >= need), CONTAINERS[-1])
     default = "" if (cpus, mb) != CONTAINERS[0] else " (Gradescope's default)"
-    verdict = "is enough." if mb == CONTAINERS[0][1] else "is too small (a run over it is killed without results)."
+    verdict = "is enough." if mb == CONTAINERS[0][1] else "is too small for that."
+    checked = [r for r in row.get("runs", []) if r.get("limit_mb") and r.get("notebook") == "correct"]
+    passed = [r["limit_mb"] for r in checked if r["score"] == r["max_score"] and not r["oom_kills"]]
     return (
-        f"{_size((cpus, mb))}{default}: one correct submission peaked at {row['peak_mb']:.0f} MB (grader, worker "
-        f"and notebook together; measured by benchmarks/gradescope.py) plus up to {memory} MB that a "
-        f"submission's own code may take (--memory) make {need:.0f} MB. It took {row['seconds']:.0f} s on "
-        f"{row['machine']} (Gradescope's default share is half a CPU). Gradescope's default "
-        f"{_size(CONTAINERS[0])} {verdict}"
+        f"{_size((cpus, mb))}{default}: one correct submission peaked at {row['peak_mb']:.0f} MB (the kernel's "
+        f"peak for its cgroup: grader, worker and notebook together, page cache included; measured by "
+        f"benchmarks/gradescope_memory.py) plus up to {memory} MB that a submission's own code may take "
+        f"(--memory) make {need:.0f} MB. It took {row['seconds']:.0f} s on {row['machine']} (Gradescope's default "
+        f"share is half a CPU). Gradescope's default {_size(CONTAINERS[0])} {verdict}"
+        + (
+            f" The correct submission got full marks at {', '.join(f'{m} MB' for m in passed)} with one CPU."
+            if passed
+            else ""
+        )
+        + " The risk is a container below the peak plus --memory: there, a submission that stays within "
+        "--memory (a 400 MB tensor under --memory 512 in 768 MB) gets the whole run killed for memory and 0 "
+        "points; choose the size named, or lower --memory to the container's size minus the peak."
     )
 
 
@@ -144,12 +170,12 @@ def _size(container: tuple[float, int]) -> str:
     return f"{cpus:g} CPU, {mb / 1024:g} GB" if mb >= 1024 else f"{cpus:g} CPU, {mb} MB"
 
 
-def _bundled(rel: Path, lab: str) -> bool:
-    """The package files a bundle carries: the library and grader with its translations, and of the specs only
-    ``lab``'s."""
+def _bundled(rel: Path, lab: str, labs: set[str]) -> bool:
+    """The package files a bundle carries: the library and grader with its translations, and of the specs
+    ``lab``'s and the helpers specs share (``contracts.py``), no other lab's (``labs``: the course's labs)."""
     if rel.suffix not in (".py", ".typed", ".mo") or "__pycache__" in rel.parts:
         return False
-    return rel.parts[:2] != ("grading", "specs") or rel.name in ("__init__.py", f"{lab}.py")
+    return rel.parts[:2] != ("grading", "specs") or rel.stem == lab or rel.stem not in labs
 
 
 def layout(bundle: Path, root: Path, submission: Path) -> dict:
@@ -201,11 +227,18 @@ def build_bundle(
         guide = GUIDE.format(lab=lab, size=size, timeout=timeout, memory=memory)
         _add(zf, "README.txt", guide)
         _add(zf, f"solutions/{lab}/{lab}.ipynb", (course / "solutions" / lab / f"{lab}.ipynb").read_bytes())
+        # the released lab, both editions: the cells a student did not write (the lab's own self-checks may call
+        # what its exercises forbid), and the written questions as each edition's students read them
+        for release, _ in EDITIONS.values():
+            released = course / release / lab / f"{lab}.ipynb"
+            if released.is_file():
+                _add(zf, f"{release}/{lab}/{lab}.ipynb", released.read_bytes())
         for name in ("pyproject.toml", "README.md", "LICENSE"):
             if (course / name).exists():
                 _add(zf, f"qkv-src/{name}", (course / name).read_bytes())
+        labs = set(lab_ids(course)) | {p.stem for p in (src / "grading" / "specs").glob("*.json")}  # + records
         for f in sorted(src.rglob("*")):
-            if f.is_file() and _bundled(f.relative_to(src), lab):
+            if f.is_file() and _bundled(f.relative_to(src), lab, labs):
                 _add(zf, f"qkv-src/src/qkv/{f.relative_to(src).as_posix()}", f.read_bytes())
     if not zipfile.is_zipfile(out):  # pragma: no cover
         raise GradeError(f"could not write {out}")
