@@ -175,6 +175,7 @@ def button(page, where: str, label: str):
 
 
 def log_in(page, base: str, name: str, password: str) -> str:
+    page.context.clear_cookies()  # the students share one browser: nobody is logged in as the last one
     page.goto(f"{base}hub/login", wait_until="load")
     page.fill("#username_input", name)
     page.fill("#password_input", password)
