@@ -196,6 +196,18 @@ def save(page) -> None:
     )
 
 
+def wait_for_kernel(page, user_url: str, path: str) -> None:
+    """The server says the notebook's kernel is idle with the page connected (Run All before that runs nothing)."""
+    deadline = time.monotonic() + START_S
+    while time.monotonic() < deadline:
+        for session in page.request.get(f"{user_url}api/sessions").json():
+            kernel = session.get("kernel") or {}
+            if session.get("path") == path and kernel.get("execution_state") == "idle" and kernel.get("connections"):
+                return
+        page.wait_for_timeout(250)  # not time.sleep: Playwright's router only runs inside its calls
+    raise AssertionError(f"the kernel of {path} never became idle")
+
+
 def work_the_lab(page, user_url: str, solved: dict[int, str]) -> str:
     """Open the fetched lab, type the answers in `solved`, save, run every cell, Validate; the validation's text."""
     page.goto(f"{user_url}lab/tree/{LAB}/{LAB}.ipynb", wait_until="load")
@@ -215,6 +227,7 @@ def work_the_lab(page, user_url: str, solved: dict[int, str]) -> str:
         "?.getAttribute('data-status') === 'idle'",
         timeout=START_S * MS,
     )
+    wait_for_kernel(page, user_url, f"{LAB}/{LAB}.ipynb")
     page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
     page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
     page.wait_for_function(ALL_RAN_JS, timeout=RUN_S * MS, polling=500)
