@@ -47,6 +47,9 @@ c.Spawner.default_url = "/lab"
 c.Spawner.notebook_dir = "~"
 c.Spawner.start_timeout = 300  # two busy cores: a JupyterLab can take a minute to answer
 c.Spawner.http_timeout = 300
+# A server stopping on a busy machine gets time to shut its kernels down before SIGTERM, then SIGKILL.
+c.LocalProcessSpawner.interrupt_timeout = 60
+c.LocalProcessSpawner.term_timeout = 30
 
 
 def course_environment(spawner):

@@ -119,7 +119,7 @@ def hub():
         yield base, state, passwords
     finally:
         proxy = (state / "proxy.pid").read_text().strip() if (state / "proxy.pid").exists() else ""
-        _stop(server.pid, 120)  # the hub stops every user's server, then the proxy
+        _stop(server.pid, 300)  # the hub stops every user's server, then the proxy
         server.wait(timeout=10)
         log.close()
         left = _processes_of(uids) + ([int(proxy)] if proxy and Path(f"/proc/{proxy}").exists() else [])
@@ -186,9 +186,10 @@ def log_in(page, base: str, name: str, password: str) -> str:
 
 
 def save(page) -> None:
-    """Ctrl+S, then wait until the notebook's tab no longer shows unsaved changes (two saves in flight at once
+    """File > Save, then wait until the notebook's tab no longer shows unsaved changes (two saves in flight at once
     make JupyterLab ask whether to overwrite the file)."""
-    page.keyboard.press("Control+s")
+    page.locator(".lm-MenuBar-item", has_text=re.compile(r"^File$")).click()
+    page.locator('.lm-Menu-item[data-command="docmanager:save"]').click()  # Ctrl+S needs the focus in the page
     page.wait_for_function(
         "() => !document.querySelector('.lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-current.jp-mod-dirty')",
         timeout=120 * MS,
