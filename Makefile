@@ -4,6 +4,7 @@
 #   make lab    JupyterLab on a private copy of the labs (work/), in its own venv (.venv-lab: no book or test tools);
 #               `make lab EDITION=zh` for the Chinese labs
 #   make dist   the wheel and sdist into dist/
+#   make hub-demo  a JupyterHub course on 127.0.0.1:8000 with local users (root; hub/README.md); make test-hub its test
 # torch comes in its own step, outside the hashed locks (its file differs per platform and index): the CPU build
 # by default; `make setup TORCH=cuda` (on a fresh .venv) takes PyPI's CUDA build instead.
 SHELL := /bin/bash
@@ -26,7 +27,7 @@ PIP_NOISE := /is ignored: it is neither a file nor a directory/d
 # Debian packages: bubblewrap (the grader's sandbox), chromium (browser tests), fonts-noto-cjk (the glossary's Chinese).
 APT_PACKAGES := bubblewrap chromium fonts-noto-cjk
 
-.PHONY: setup system vendor book check test lab dist lock strip clean bench i18n
+.PHONY: setup system vendor book check test lab dist lock strip clean bench i18n hub-venv hub-demo test-hub
 .DEFAULT_GOAL := help
 
 help:
@@ -35,6 +36,7 @@ help:
 	@echo "make test   run every test (unit, property, notebooks, book build, grader, browser)"
 	@echo "make lab    open JupyterLab on your own copy of the labs in work/ (installs only what the labs need)"
 	@echo "make dist   build the wheel and sdist into dist/"
+	@echo "make hub-demo  a JupyterHub course with an instructor and three students on 127.0.0.1:8000 (as root)"
 	@echo "make bench  benchmarks: attention, multi-head attention, notebooks and book build (tables + benchmarks/results/*.json)"
 
 # torch==X from requirements-torch.txt into the venv whose bin folder is $(1). CPU: a wheel that pip's own find-links
@@ -100,7 +102,30 @@ check: $(STAMP)
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(FAST_TESTS)
 
 test: $(STAMP) system book
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadscope --nbval-lax --nbval-current-env
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadscope --nbval-lax --nbval-current-env -m "not hub"
+
+# --- The JupyterHub course (hub/README.md): JupyterHub in its own venv (hub/requirements-hub.txt, hashed),
+# configurable-http-proxy from npm (package-lock.json), local users created by hub/course_hub.py (root only).
+HUB_VENV := .venv-hub
+HUB_STAMP := $(HUB_VENV)/.installed
+HUB_STATE ?= .hub
+$(HUB_STAMP): hub/requirements-hub.txt
+	test -x $(HUB_VENV)/bin/python || $(PYTHON) -m venv $(HUB_VENV)
+	$(call PIP_INSTALL,$(HUB_VENV)/bin) --require-hashes -r hub/requirements-hub.txt 2>&1 | sed '$(PIP_NOISE)'
+	touch $@
+
+hub-venv: $(HUB_STAMP) node_modules/.package-lock.json
+
+# Resets the course each time: new homes and passwords for qkv-instructor and qkv-student1..3, an empty exchange.
+hub-demo: $(STAMP) system hub-venv
+	$(BIN)/python hub/course_hub.py setup $(HUB_STATE)
+	@echo "JupyterHub on http://127.0.0.1:8000 (Ctrl-C stops it and every user's server); passwords: $(HUB_STATE)/users.json"
+	cd $(HUB_STATE) && QKV_HUB_STATE=$(CURDIR)/$(HUB_STATE) $(CURDIR)/$(HUB_VENV)/bin/jupyterhub -f $(CURDIR)/hub/jupyterhub_config.py
+
+# The course walked in Chromium: release, fetch, work, validate, qkv check, submit, collect, qkv grade, feedback.
+test-hub: $(STAMP) system hub-venv
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -p no:cacheprovider -m hub tests/hub
+# --- end of the JupyterHub course's targets
 
 # Students: their own venv with only what the labs need (requirements-lab.txt: JupyterLab, nbgrader's student
 # extensions, matplotlib, ipywidgets; hashed) and copies in work/ (git-ignored; never overwritten), with nbgrader's

@@ -48,6 +48,8 @@ def _runtime_roots() -> list[str]:
     roots = {sys.prefix, sys.base_prefix, os.path.dirname(os.path.realpath(sys.executable))}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         roots.add(sysconfig.get_paths()[key])
+    # Site folders that a .pth file added (a venv layered on another, as the JupyterHub course's users' Python).
+    roots.update(p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages"))
     roots = {os.path.realpath(r) for r in roots if r and os.path.exists(r)}
     keep = []
     for r in sorted(roots):
