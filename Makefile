@@ -105,7 +105,7 @@ test: $(STAMP) system book
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadscope --nbval-lax --nbval-current-env -m "not hub"
 
 # --- The JupyterHub course (hub/README.md): JupyterHub in its own venv (hub/requirements-hub.txt, hashed),
-# configurable-http-proxy from npm (package-lock.json), local users created by hub/course_hub.py (root only).
+# configurable-http-proxy from npm (hub/package-lock.json, apart from the book's assets), local users created by hub/course_hub.py (root only).
 HUB_VENV := .venv-hub
 HUB_STAMP := $(HUB_VENV)/.installed
 HUB_STATE ?= .hub
@@ -114,7 +114,10 @@ $(HUB_STAMP): hub/requirements-hub.txt
 	$(call PIP_INSTALL,$(HUB_VENV)/bin) --require-hashes -r hub/requirements-hub.txt 2>&1 | sed '$(PIP_NOISE)'
 	touch $@
 
-hub-venv: $(HUB_STAMP) node_modules/.package-lock.json
+hub/node_modules/.package-lock.json: hub/package.json hub/package-lock.json
+	npm ci --prefix hub --ignore-scripts --no-audit --no-fund
+
+hub-venv: $(HUB_STAMP) hub/node_modules/.package-lock.json
 
 # Resets the course each time: new homes and passwords for qkv-instructor and qkv-student1..3, an empty exchange.
 hub-demo: $(STAMP) system hub-venv
@@ -124,7 +127,7 @@ hub-demo: $(STAMP) system hub-venv
 
 # The course walked in Chromium: release, fetch, work, validate, qkv check, submit, collect, qkv grade, feedback.
 test-hub: $(STAMP) system hub-venv
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -p no:cacheprovider -m hub tests/hub
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -p no:cacheprovider -m hub tests/browser/test_hub_course.py
 # --- end of the JupyterHub course's targets
 
 # Students: their own venv with only what the labs need (requirements-lab.txt: JupyterLab, nbgrader's student

@@ -1,6 +1,6 @@
 """JupyterHub for the local course (`make hub-demo`; tests/hub/ drives it in Chromium).
 
-On 127.0.0.1 only: JupyterHub 5.5.0 (.venv-hub), configurable-http-proxy from npm (node_modules), PAM login of
+On 127.0.0.1 only: JupyterHub 5.5.0 (.venv-hub), configurable-http-proxy from npm (hub/node_modules), PAM login of
 the real local users that `hub/course_hub.py setup` created, each user's JupyterLab started as that user by
 the LocalProcessSpawner in the course's environment (hub/course_hub.py: environment). Environment variables:
 QKV_HUB_STATE (the folder `setup` made; required), QKV_HUB_PORT (default 8000), QKV_HUB_INTERNAL_PORT (8081),
@@ -31,7 +31,7 @@ c.JupyterHub.cookie_secret_file = str(STATE / "jupyterhub_cookie_secret")
 c.JupyterHub.pid_file = str(STATE / "jupyterhub.pid")
 c.JupyterHub.cleanup_servers = True  # stopping the hub stops every user's server and the proxy
 c.JupyterHub.cleanup_proxy = True
-c.ConfigurableHTTPProxy.command = [str(course_hub.REPO / "node_modules" / ".bin" / "configurable-http-proxy")]
+c.ConfigurableHTTPProxy.command = [str(course_hub.REPO / "hub" / "node_modules" / ".bin" / "configurable-http-proxy")]
 c.ConfigurableHTTPProxy.api_url = f"http://127.0.0.1:{int(env('QKV_HUB_PROXY_API_PORT', '8001'))}"
 c.ConfigurableHTTPProxy.pid_file = str(STATE / "proxy.pid")
 
