@@ -170,7 +170,7 @@ ALTERNATIVES = {
     "loops": {
         "dot_scores": """
             def dot_scores(query, keys):
-                out = torch.zeros(keys.shape[0])
+                out = torch.zeros(keys.shape[0], dtype=keys.dtype)
                 for j in range(keys.shape[0]):
                     for c in range(keys.shape[1]):
                         out[j] += query[c] * keys[j, c]
