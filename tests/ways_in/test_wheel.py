@@ -27,7 +27,7 @@ def test_wheel_holds_the_package_and_its_metadata(wheel):
 
 def test_wheel_runs_the_docstring_examples(colab, wheel, tmp_path):
     python = colab.python
-    run([python, "-m", "pip", "install", "-q", f"qkv[grade] @ {wheel.as_uri()}"], tmp_path)  # already there: a no-op
+    run([python, "-m", "pip", "install", "-q", f"qkv[lab] @ {wheel.as_uri()}"], tmp_path)  # the install cell's: a no-op
     script = (
         "import doctest, importlib, qkv\n"
         f"for name in {MODULES!r}:\n"
