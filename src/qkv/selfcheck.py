@@ -48,13 +48,18 @@ _words: gettext.NullTranslations = gettext.NullTranslations()
 
 
 def use_language(language: str) -> None:
-    """The language of the self-checks' own words: ``"en"`` or a catalog's (``"zh_CN"``)."""
+    """The language of the self-checks' own words: ``"en"`` or a catalog's (``"zh_CN"``). A lab in another
+    language also gets the course's CJK font as matplotlib's fallback, so the student's own plots can say it."""
     global _words
     _words = (
         gettext.NullTranslations()
         if language == "en"
         else gettext.translation(DOMAIN, localedir=LOCALE_DIR, languages=[language])
     )
+    if language != "en":
+        from . import figures  # imports matplotlib: only for a lab that needs the font
+
+        figures.use_cjk_font()
 
 
 def _say(template: str, **params: object) -> str:
