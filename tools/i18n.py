@@ -48,6 +48,8 @@ CJK_SOURCE = (Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"), 2)
 # (3,008 more, rows 56-87): every character of everyday simplified Chinese, so that a student's own plot with Chinese
 # labels draws too (qkv.figures.use_cjk_font). About 1.5 MB; level 1 alone would be 0.86 MB.
 GB2312_ROWS = (range(0xA1, 0xAA), range(0xB0, 0xF8))
+# matplotlib's warning for a character no font of the figure's family list draws (the figure shows a box).
+GLYPH_MISSING = re.compile(r"Glyph \d+ \(.*?\) missing from (?:current )?font")
 PLACEHOLDER = re.compile(r"\{(\w*)\}")
 TAG = re.compile(r"</?\w+>")
 
@@ -416,7 +418,9 @@ def rename_font(font, family: str) -> None:
     names = {1: family, 3: f"{postscript};subset", 4: f"{family} Regular", 6: postscript, 16: family, 17: "Regular"}
     for record in list(font["name"].names):
         if record.nameID in names:
-            font["name"].setName(names[record.nameID], record.nameID, record.platformID, record.platEncID, record.langID)
+            font["name"].setName(
+                names[record.nameID], record.nameID, record.platformID, record.platEncID, record.langID
+            )
     cff = font["CFF "].cff
     cff.fontNames = [postscript]
     for key, value in (("FullName", f"{family} Regular"), ("FamilyName", family)):
@@ -457,6 +461,23 @@ def glossary_terms() -> list[str]:
     return list(terms)
 
 
+def missing_glyphs(executed: Path) -> list[str]:
+    """Every "Glyph ... missing from font(s)" a notebook printed while the book executed it (the executed copies in
+    ``executed``, hidden cells included): a figure that shows boxes instead of characters."""
+    found = []
+    for path in sorted(executed.rglob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        for number, cell in enumerate((c for c in cells if c["cell_type"] == "code"), start=1):
+            for output in cell.get("outputs", []):
+                text = output.get("text") or "".join(output.get("traceback", []))
+                text = "".join(text) if isinstance(text, list) else text
+                found += [
+                    f"{path.relative_to(executed)}: code cell {number}: {m.group(0)}"
+                    for m in GLYPH_MISSING.finditer(text)
+                ]
+    return found
+
+
 def build(args: argparse.Namespace) -> int:
     """The Chinese edition, built apart (its own doctrees) and copied into _build/html/zh."""
     started = time.perf_counter()
@@ -483,6 +504,12 @@ def build(args: argparse.Namespace) -> int:
     )
     if rc:
         return rc
+    # A Chinese figure with boxes for characters fails the edition, as a Sphinx warning would (-W).
+    missing = missing_glyphs(BUILD / EDITION_DIR / "jupyter_execute")
+    for line in missing:
+        print(f"missing glyph: {line}", file=sys.stderr)
+    if missing:
+        return 1
     target = BUILD / "html" / EDITION_DIR
     shutil.copytree(out, target, dirs_exist_ok=True)
     print(f"Chinese edition built in {time.perf_counter() - started:.0f} s: open file://{target / 'index.html'}")

@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import gettext
 import io
+import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
@@ -160,7 +161,8 @@ def min_text_px(fig: Figure, column_px: int = COLUMN_PX) -> float:
 
 def glue(name: str, draw: Callable[[Translator], Figure]) -> None:
     """Draw ``draw(_)`` once per edition and glue each as ``glue_key(name, language)``; outside the book (no
-    myst_nb, e.g. Colab) show the English figure."""
+    myst_nb, e.g. Colab) show the English figure. A character that no font draws raises (matplotlib's "Glyph ...
+    missing from font(s)" warning made an error), so the notebook, and the book's build, fail on it."""
     from IPython.display import Image, display
 
     try:
@@ -168,7 +170,9 @@ def glue(name: str, draw: Callable[[Translator], Figure]) -> None:
     except ImportError:
         nb_glue = None
     for language in EDITIONS:
-        with style(language):
+        with style(language), warnings.catch_warnings():
+            # A label the fonts cannot draw would show boxes: stop the page (and the book's build) instead.
+            warnings.filterwarnings("error", message="Glyph .* missing from", category=UserWarning)
             fig = draw(translator(language))
             png, _px = render(fig)
         image = Image(data=png, format="png")
