@@ -93,12 +93,14 @@ i18n: $(STAMP) vendor
 # --- end of the two editions' targets
 
 # One thread per pytest worker (and per kernel it starts): $(JOBS) workers share the cores without oversubscribing them.
-# Lint and format check (ruff, ruff.toml) and the library's fast unit tests: under a minute, run first by CI.
+# Lint and format check (ruff, ruff.toml), types (mypy over src/, pyproject's [tool.mypy]) and the library's fast unit
+# tests: under a minute, run first by CI.
 FAST_TESTS := tests/test_attention.py tests/test_masks.py tests/test_multihead.py tests/test_positional.py \
 	tests/test_chunked.py tests/test_encoder.py tests/test_errors.py tests/test_properties.py tests/test_docstrings.py
 check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check src tests benchmarks tools _ext
+	$(BIN)/mypy
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(FAST_TESTS)
 
 test: $(STAMP) system book

@@ -15,11 +15,16 @@ import io
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import matplotlib
 import torch
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
+
+if TYPE_CHECKING:
+    from matplotlib.typing import ColorType, RcKeyType
 
 __all__ = ["EDITIONS", "Diagram", "convolution", "glue_key", "masks", "multihead", "projections", "rotations"]
 __all__ += ["scaling", "score_matrix", "soft_lookup", "tiles", "transformer_block"]
@@ -66,7 +71,7 @@ def _draws(draw):
             if CJK_FAMILY not in {f.name for f in matplotlib.font_manager.fontManager.ttflist}:
                 matplotlib.font_manager.fontManager.addfont(str(CJK_FONT))
             families.append(CJK_FAMILY)
-        style = {"font.family": families, "font.size": 11, "axes.unicode_minus": False}
+        style: dict[RcKeyType, Any] = {"font.family": families, "font.size": 11, "axes.unicode_minus": False}
         with matplotlib.rc_context(style):
             return draw(*args, language=language, **kwargs)
 
@@ -99,7 +104,7 @@ def _arrow(ax, start, end, width=1.5, colour=INK):
     ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, lw=width, color=colour))
 
 
-def _canvas(width: float, xlim, ylim) -> tuple[Figure, object]:
+def _canvas(width: float, xlim, ylim) -> tuple[Figure, Axes]:
     """An axes-free drawing in data units, as wide as ``width`` inches and as tall as the limits make it."""
     fig = Diagram(figsize=(width, width * (ylim[1] - ylim[0]) / (xlim[1] - xlim[0]) + 0.2), layout="constrained")
     ax = fig.add_subplot(xlim=xlim, ylim=ylim, aspect="equal")
@@ -243,8 +248,9 @@ def masks(causal: torch.Tensor, local: torch.Tensor, graph: torch.Tensor, *, lan
     fig = Diagram(figsize=(7.2, 2.9), layout="constrained")
     axes = fig.subplots(1, 3)
     titles = (_("causal", language), _("local", language), _("graph", language))
+    shades: list[ColorType] = ["#f0f0f0", CMAP(0.3)]  # blocked, allowed
     for ax, title, m in zip(axes, titles, (causal, local, graph)):
-        ax.imshow(_np(m), cmap=matplotlib.colors.ListedColormap(["#f0f0f0", CMAP(0.3)]), vmin=0, vmax=1)
+        ax.imshow(_np(m), cmap=matplotlib.colors.ListedColormap(shades), vmin=0, vmax=1)
         ax.set_title(title)
         ax.set_xlabel(_("key j", language))
         L, S = m.shape

@@ -12,6 +12,7 @@ import os
 import resource
 import signal
 from time import process_time  # bound here: a cell that patches time.process_time changes nothing
+from types import FrameType
 
 NPROC = 64  # processes (threads included) one submission's uid may have
 MAX_FILE = 64 * 1024 * 1024  # bytes of one file it writes
@@ -81,7 +82,8 @@ class CallTimer:
 
     def __init__(self, seconds: float) -> None:
         self.seconds = self.armed = seconds
-        self.start, self.cell, self.watch = 0.0, False, (None, 0.0)
+        self.start, self.cell = 0.0, False
+        self.watch: tuple[FrameType | None, float] = (None, 0.0)  # the outermost call watched, since when
         self.cell_over = False  # the cell's own limit ran out (not one call's)
 
     def _alarm(self, signum, frame):
@@ -98,7 +100,7 @@ class CallTimer:
 
     def arm(self, cell_seconds: float | None = None) -> None:
         self.cell = cell_seconds is not None
-        self.armed = cell_seconds if self.cell else self.seconds
+        self.armed = self.seconds if cell_seconds is None else cell_seconds
         self.start, self.watch, self.cell_over = process_time(), (None, 0.0), False
         if self.armed > 0:
             signal.signal(signal.SIGPROF, self._alarm)  # again each time: the student's code may have changed it
@@ -136,7 +138,7 @@ class CallTimer:
         return {"cell": int(codes[0].co_filename[6:-1]) if codes else None, "function": None}
 
 
-def _outermost_call(frame) -> object | None:
+def _outermost_call(frame: FrameType | None) -> FrameType | None:
     """The frame of the outermost call of a student's function that the running cell made (None: the cell's
     own top level is running, or a library function it called directly)."""
     outer = None
@@ -183,7 +185,7 @@ def _retire(ns: dict, code, why: str, cells: CallTimer | None) -> str | None:
                 raise TimeLimit(why)
             return original(*args, **kwargs)
 
-        stub.retired_code = code  # a stub for cells only is replaced in its turn when a graded call runs past
+        stub.retired_code = code  # type: ignore[attr-defined]  # a stub for cells only is replaced in its turn when a graded call runs past
         return stub
 
     def same(fn) -> bool:

@@ -30,6 +30,7 @@ import copy
 import json
 import re
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 
 from . import sandbox
@@ -108,7 +109,7 @@ def with_replaced(nb: dict, old: str, new: str) -> dict:
 
 def grade_notebooks(
     lab: str,
-    notebooks: dict[str, dict | str | bytes],
+    notebooks: Mapping[str, dict | str | bytes],
     tmp_path: Path,
     *,
     course: Path = COURSE,
