@@ -34,11 +34,14 @@ cells = {
     5: "def module_route(x):\n    return qkv.attention.softmax(x)\n",
     6: "def frames(x):\n    import sys\n    return sys._getframe().f_back\n",
     7: "explore = torch.softmax(torch.ones(3), 0)\n",
+    8: "def switch(x):\n    with torch._C.DisableTorchFunction():\n        return torch.ops.aten.softmax.int(x, -1)\n",
+    9: "def popped(x):\n    from torch.overrides import _pop_mode_temporarily\n    with _pop_mode_temporarily():\n"
+    "        return torch.ops.aten.softmax.int(x, -1)\n",
 }
 for n, src in cells.items():
     exec(compile(src, f"<cell {n}>", "exec"), ns)
 out = {"cells": list(sent)}
-for name in ("mine", "course", "method", "ops", "module_route", "frames"):
+for name in ("mine", "course", "method", "ops", "module_route", "frames", "switch", "popped"):
     sent.clear()
     wires.escaped.clear()
     wires.item, wires.active = name, {"torch.softmax", "torch.Tensor.softmax", "torch.nn.functional.softmax", "qkv.softmax"}
@@ -65,6 +68,8 @@ def test_a_forbidden_call_counts_only_from_the_students_code_during_a_graded_cal
     assert got["ops"] == {"raised": True, "kinds": ["escape", "forbidden"]}  # around the wrapper: an escape
     assert got["module_route"] == {"raised": True, "kinds": ["forbidden"]}  # the library's own binding is wrapped
     assert got["frames"] == {"raised": False, "kinds": ["escape"]}  # reading frames: seen by the audit hook
+    assert got["switch"]["kinds"] == ["escape"]  # the torch function mode switched off: an escape
+    assert got["popped"]["kinds"] == ["escape"]  # the mode popped off its stack: an escape
     assert got["cells"] == []  # the explore cell (7) ran torch.softmax: nothing is forbidden in the cells
 
 
