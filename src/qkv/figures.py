@@ -29,11 +29,14 @@ import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.text import Text
+
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
 
 __all__ = [
     "EDITIONS",
@@ -108,7 +111,8 @@ def style(language: str, **rc: Any):
     if language != "en":
         _register_cjk_font()
         families.append(CJK_FAMILY)
-    with matplotlib.rc_context({"font.family": families, "axes.unicode_minus": False, **rc}):
+    settings = {"font.family": families, "axes.unicode_minus": False, **rc}
+    with matplotlib.rc_context(cast("dict[RcKeyType, Any]", settings)):  # rc's names are checked at run time
         yield
 
 

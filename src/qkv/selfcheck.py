@@ -42,7 +42,17 @@ HAS_NAN = "{what} contains NaN (first at index {index})"
 NEGATIVE = "{what} has a negative entry ({low}): weights from a softmax are never negative"
 ROW_SUM = "{what} along axis {axis} (one row per query) should sum to 1; the row at {index} sums to {total}"
 NORMALISE = "normalise over the last axis, the keys"
-MESSAGES = (NOT_A_TENSOR, WRONG_SHAPE, NOT_FINITE, DIFFERS, EQUALS_MISTAKE, LIKELY, HAS_NAN, NEGATIVE, ROW_SUM)
+MESSAGES: tuple[str, ...] = (
+    NOT_A_TENSOR,
+    WRONG_SHAPE,
+    NOT_FINITE,
+    DIFFERS,
+    EQUALS_MISTAKE,
+    LIKELY,
+    HAS_NAN,
+    NEGATIVE,
+    ROW_SUM,
+)
 MESSAGES += (NORMALISE,)
 _words: gettext.NullTranslations = gettext.NullTranslations()
 
