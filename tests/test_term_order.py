@@ -64,8 +64,9 @@ def prose(text: str) -> str:
         if fence and fence.group(1).startswith("`") and not fence.group(2).strip().startswith("{"):
             in_code = fence.group(1)  # a code block; a ```{directive} keeps its caption
             continue
-        if fence:  # a directive's fence: its argument is a title ("Going deeper: ...") or a glue key
-            lines.append(re.sub(r"^\{[^}]*\}", "", fence.group(2).strip()))
+        if fence:  # a directive's fence: its argument is a title ("Going deeper: ..."), or a glue key (not prose)
+            if not fence.group(2).strip().startswith("{glue"):
+                lines.append(re.sub(r"^\{[^}]*\}", "", fence.group(2).strip()))
             continue
         if re.match(r"\s*:[\w-]+:(\s|$)", line) and not line.strip().startswith(":alt:"):
             continue  # a directive's option (":name:", ":class:"); ":alt:" is read aloud
@@ -169,7 +170,8 @@ def test_the_rule_finds_an_early_use_and_accepts_a_link():
         "labs/soft_lookup/soft_lookup"
     }
     assert "feed-forward networks" in prose(para) and "transformer" not in prose(para)
-    assert "caption words" in prose("```{glue:figure} fig\n:alt: alt words\n:name: fig-x\n\ncaption words\n```")
+    figure = prose("```{glue:figure} fig_key\n:alt: alt words\n:name: fig-x\n\ncaption words\n```")
+    assert "caption words" in figure and "alt words" in figure and "fig" not in figure
     assert "x = 1" not in prose("```python\nx = 1\n```")
 
 
