@@ -9,12 +9,15 @@ for each image that glue placed (an image in a figure or a glued output, not a n
   inline formatter, an `IPython.display.Image`) has no record of its text and fails;
 - its smallest text as shown, `min_text_px * rendered width / natural width`, must be at least 9 px: a PNG wider
   than the column is scaled down with all its text.
+
+And no chapter shows a plot as a code cell's own output (pyplot's inline display), which neither check would see.
 """
 
 from __future__ import annotations
 
 import base64
 import io
+import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -104,6 +107,19 @@ def test_glued_figures_text_is_at_least_9_px_as_shown(name, edition, site_url, b
     with opened(browser_context, site_url + f"{prefix}{name}.html") as (page, _traffic):
         problems, _count = figure_text_problems(page, HTML)
     assert not problems, f"{prefix}{name}.html:\n  " + "\n  ".join(problems)
+
+
+CELL_OUTPUT_PLOT = re.compile(r'<div class="cell_output[^"]*">\s*<img[^>]*src="([^"]*_images/[^"]*)"')
+
+
+@pytest.mark.parametrize("name", [p for p in PAGES if p.startswith("chapters/")])
+def test_every_chapter_plot_is_glued_so_that_it_is_measured_and_translated(name):
+    """A plot left as a code cell's own output escapes the check above and stays English in the Chinese edition."""
+    page = HTML / f"{name}.html"
+    if not page.is_file():
+        pytest.fail(f"No book at {HTML}: run `make book` first (make test does).", pytrace=False)
+    plots = CELL_OUTPUT_PLOT.findall(page.read_text(encoding="utf-8"))
+    assert not plots, f"{name}: {len(plots)} plot(s) shown as a cell's output, not glued by qkv.figures: {plots}"
 
 
 def _png(width_in: float, text_pt: float, record: bool) -> bytes:
