@@ -30,6 +30,7 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))  # the table of contents' re
 from test_book_pages import toc_pages  # noqa: E402
 
 FIRST_PAGE_READ = "chapters/soft_lookup"  # after the preface
+PREREQUISITES = "chapters/preface"  # a glossary row pointing here is assumed knowledge, named in the preface
 LAST_PAGE_READ = "chapters/at_scale"  # the appendix follows
 
 MATH = re.compile(r"\$\$.+?\$\$|\$[^$\n]+\$", re.S)
@@ -151,7 +152,7 @@ def early_uses(forms_: list[str], treating: str) -> list[str]:
 def test_the_glossary_parses_into_terms_and_pages():
     rows = glossary()
     assert len(rows) >= 80, len(rows)
-    pages = set(course_pages())
+    pages = set(course_pages()) | {PREREQUISITES}
     assert not [(e, t) for e, _, t in rows if t not in pages], "a glossary row points at no page of the course"
     by_cell = {e: f for e, f, _ in rows}
     assert by_cell["recurrent neural network (RNN, GRU)"] == ["recurrent neural network", "RNN", "GRU"]
@@ -178,6 +179,10 @@ def test_the_rule_finds_an_early_use_and_accepts_a_link():
 @pytest.mark.parametrize("english", [e for e, _, _ in glossary()])
 def test_no_term_is_used_before_the_page_that_treats_it(english):
     ((forms_, treating),) = [(f, t) for e, f, t in glossary() if e == english]
+    if treating == PREREQUISITES:  # assumed knowledge: the preface must say so, in its own words
+        said = prose(markdown(PREREQUISITES))
+        assert all(pattern(f).search(said) for f in forms_), f"the preface does not list {english!r} as assumed"
+        return
     early = early_uses(forms_, treating)
     assert not early, (
         f"{english!r} is treated in {treating} (the glossary says), but used earlier without a link there; "
