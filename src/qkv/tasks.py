@@ -87,6 +87,33 @@ def pattern_images(n: int, *, side: int = 8, noise: float = 0.3, generator: torc
     return images + noise * torch.randn(n, 1, side, side, generator=generator), y
 
 
+def pattern_bayes_logits(x: torch.Tensor, *, noise: float) -> torch.Tensor:
+    """The log-posterior of each pattern given images from :func:`pattern_images`, up to a constant.
+
+    The best any classifier can do: the task's generative model is known (a uniform pattern at a uniform
+    place plus Gaussian noise), so ``p(pattern | image)`` is the sum over places of the Gaussian
+    likelihood, computed exactly. ``argmax`` of the result is the Bayes classifier; its accuracy on many
+    images estimates the Bayes accuracy, the ceiling for every model. Input ``(n, 1, side, side)``,
+    output ``(n, 4)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from qkv.tasks import pattern_bayes_logits, pattern_images
+    >>> x, y = pattern_images(200, noise=0.1, generator=torch.Generator().manual_seed(0))
+    >>> bool((pattern_bayes_logits(x, noise=0.1).argmax(-1) == y).all())
+    True
+    """
+    require(noise > 0, "noise", "a positive float", repr(noise))
+    import torch.nn.functional as F
+
+    patterns = torch.tensor(_PATTERNS, dtype=x.dtype)[:, None]  # (4, 1, 3, 3)
+    # log N(x; T, noise^2 I) = (2 x.T - |T|^2) / (2 noise^2) + terms that do not depend on the pattern
+    match = F.conv2d(x, patterns).flatten(2)  # (n, 4, places): x . T at every place
+    energy = patterns.flatten(1).pow(2).sum(-1)  # (4,): |T|^2
+    return torch.logsumexp((2 * match - energy[:, None]) / (2 * noise**2), dim=-1)  # (n, 4)
+
+
 def pattern_cnn(width: int = 8, num_classes: int = 4):
     """A tiny CNN for :func:`pattern_images`: two 3x3 convolutions, a max over positions, a linear head.
 
