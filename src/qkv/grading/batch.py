@@ -20,7 +20,7 @@ from pathlib import Path
 from . import bwrap, sandbox
 from .atomic import write_atomic
 from .fingerprint import spec_fingerprint
-from .lab import GradeError, Lab, looks_like, the_courses
+from .lab import RELEASED, GradeError, Lab, looks_like, the_courses
 from .magics import python_source
 from .protocol import read_messages
 from .results import Result
@@ -63,11 +63,12 @@ def grade_entry(
     for m in lab.spec.manual:
         res.answers[m.grade_id] = written_answer(cells, lab, m.grade_id)
     code = [c["source"] for c in cells if c["type"] == "code"]
-    own = [not the_courses(c, lab) for c in cells if c["type"] == "code"]  # the cells the student wrote or changed
+    known = [the_courses(c, lab) for c in cells if c["type"] == "code"]
+    own = [not k for k in known]  # the cells the student wrote or changed: their errors are the student's
     call_timeout = call_timeout or timeout / CALL_SHARE
     job = {
         "cells": [python_source(src) for src in code],  # as IPython runs them (magics, shell escapes)
-        "own": own,
+        "course": [i for i, k in enumerate(known) if k == RELEASED],  # cells whose code keeps the course's rights
         "timeout": timeout,
         "memory_mb": memory,
         "call_timeout": call_timeout,
