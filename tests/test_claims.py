@@ -142,7 +142,7 @@ def _held(bench: dict) -> bool:
     return bool(ratios) and max(ratios) <= 1 + check["tolerance"]
 
 
-TIME_KEYS = {"bench_time_ratio", "bench_explicit_s", "bench_chunked_s", "bench_best_pct", "bench_chunked_pct"}
+TIME_KEYS = {"bench_time_ratio", "bench_explicit_s", "bench_chunked_s"}
 
 AT_SCALE = Page(
     notebook="chapters/at_scale.ipynb",
@@ -185,6 +185,12 @@ AT_SCALE = Page(
     },
     statements={
         "the JSON's check is what the rows say": lambda b, md: b["same_kernel_check"]["held"] == _held(b),
+        "the explicit version's peak is about three N x N float32 matrices": lambda b, md: (
+            2.5 <= _row(b, "explicit")["peak_growth_mb"] / (4 * _row(b, "explicit")["N"] ** 2 / 2**20) <= 3.5
+        ),
+        "chunked attention needs a small fraction of the explicit version's memory": lambda b, md: (
+            _row(b, "chunked")["peak_growth_mb"] < 0.1 * _row(b, "explicit")["peak_growth_mb"]
+        ),
         "times are in the text only if the check held": lambda b, md: (
             _held(b) or not TIME_KEYS & set(GLUE_TEXT.findall(md))
         ),
