@@ -6,8 +6,10 @@ validation set has not reached a new best for ``patience`` evaluations (25 steps
 are restored. The stopping rule is checked, not assumed:
 
 - every run records whether it stopped by that rule (``converged``) or hit ``max_steps`` (not converged);
-- the largest size is trained again with twice the patience (seed 0, both models): if the test accuracy
-  moves by more than ``--check-tolerance``, the first runs were stopped too early (``patience_check``).
+- the largest size (seed 0, both models) is trained on with twice the patience: if the test accuracy
+  moves by more than ``--check-tolerance``, the runs were stopped too early (``patience_check``). Training
+  is deterministic, so that run passes exactly where the shorter patience would have stopped; it records
+  that point (the run with ``patience``) and goes on (the check), one training for both.
 
 The ceiling is the task's Bayes accuracy: :func:`qkv.tasks.pattern_bayes_logits` knows how the images
 are made and classifies them as well as anything can. Gains from more data are reported as the share
@@ -15,11 +17,13 @@ of the remaining gap to that ceiling that a model closes. The chapter "Self-atte
 reads the committed JSON (it does not retrain).
 
     python benchmarks/data_scale.py            # the committed run: writes results/data_scale.json
+    python benchmarks/data_scale.py --resume benchmarks/results/data_scale.json   # reuse finished runs
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -73,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check-tolerance", type=float, default=0.01, help="largest accepted change with 2x patience")
     parser.add_argument("--bayes-images", type=int, default=200_000, help="fresh images for the Bayes accuracy")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (tiny models: 1 is fastest)")
+    parser.add_argument("--seeds-per-size", type=int, nargs="+", help="seeds for each size (default: --seeds)")
+    parser.add_argument("--resume", type=Path, help="a partial JSON of this script: its finished runs are kept")
     parser.add_argument("--budget", default="", help="what was cut to fit the machine, recorded in the JSON")
     parser.add_argument("--out", type=Path, default=RESULTS / "data_scale.json")
     args = parser.parse_args(argv)
@@ -107,15 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     models = {"cnn": pattern_cnn, "attention": pattern_vit}
     start = time.perf_counter()
 
-    def train(name: str, n: int, seed: int, patience: int) -> dict:
-        # each seed draws its own training subset from the pool and its own initialisation
-        pick = torch.randperm(len(x_pool), generator=torch.Generator().manual_seed(seed))[:n]
-        torch.manual_seed(seed)
-        t = time.perf_counter()
-        model, steps = fit_classifier(
-            models[name](), x_pool[pick], y_pool[pick], x_val, y_val,
-            max_steps=args.max_steps, eval_every=EVAL_EVERY, patience=patience, seed=seed,
-        )  # fmt: skip
+    def record(name: str, n: int, seed: int, patience: int, model, steps: int, seconds: float) -> dict:
         converged = steps < args.max_steps  # stopped by the patience rule, not by the cap
         run = {
             "model": name,
@@ -127,22 +125,55 @@ def main(argv: list[str] | None = None) -> int:
             "converged": converged,
             "best_step": steps - patience * EVAL_EVERY if converged else None,
             "epochs": steps * 64 / n,
-            "seconds": time.perf_counter() - t,
+            "seconds": seconds,
             "parameters": sum(p.numel() for p in model.parameters()),
         }
         print(
             f"n={n:6d} seed={seed} {name:9s} patience {patience:3d}: accuracy {run['test_accuracy']:.3f} "
-            f"after {steps} steps{'' if converged else ' (hit max_steps)'}, {run['seconds']:.0f} s",
+            f"after {steps} steps{'' if converged else ' (hit max_steps)'}, {seconds:.0f} s",
             flush=True,
         )
         return run
 
+    def train(name: str, n: int, seed: int, patience: int, watch: int | None = None) -> list[dict]:
+        """One training; with ``watch``, also the run that patience ``watch`` would have stopped (first)."""
+        import copy
+
+        # each seed draws its own training subset from the pool and its own initialisation
+        pick = torch.randperm(len(x_pool), generator=torch.Generator().manual_seed(seed))[:n]
+        torch.manual_seed(seed)
+        t = time.perf_counter()
+        shorter: list[dict] = []
+        state = {"best": -1.0, "since": 0, "weights": None}
+
+        def on_evaluation(model, step, accuracy):  # fit_classifier's own rule, with patience `watch`
+            if watch is None or shorter:
+                return
+            if accuracy > state["best"]:
+                state.update(best=accuracy, since=0, weights=copy.deepcopy(model.state_dict()))
+            else:
+                state["since"] += 1
+            if state["since"] == watch:
+                stopped = copy.deepcopy(model)
+                stopped.load_state_dict(state["weights"])
+                shorter.append(record(name, n, seed, watch, stopped, step, time.perf_counter() - t))
+
+        model, steps = fit_classifier(
+            models[name](), x_pool[pick], y_pool[pick], x_val, y_val, max_steps=args.max_steps,
+            eval_every=EVAL_EVERY, patience=patience, seed=seed, on_evaluation=on_evaluation,
+        )  # fmt: skip
+        longer = record(name, n, seed, patience, model, steps, time.perf_counter() - t)
+        if watch is not None and not shorter:  # the cap came first: the shorter run ends there too
+            shorter.append({**longer, "patience": watch})
+        return [*shorter, longer]
+
     def payload(runs: list[dict], check: dict | None) -> dict:
-        rows = summarise(runs, args.sizes, list(models), bayes_test)
+        rows = summarise(runs, sorted(args.sizes), list(models), bayes_test)
         return {
             "benchmark": "data_scale",
             "machine": {**info, "load_average_1min_end": round(os.getloadavg()[0], 2)},
-            "seconds": time.perf_counter() - start,
+            "seconds": time.perf_counter() - start + (resumed["seconds"] if resumed else 0.0),
+            "resumed": resumed,
             "complete": check is not None,
             "settings": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
             "eval_every": EVAL_EVERY,
@@ -160,16 +191,33 @@ def main(argv: list[str] | None = None) -> int:
             "summary": rows,
         }
 
-    runs = []
+    seeds = dict(zip(args.sizes, args.seeds_per_size or [args.seeds] * len(args.sizes), strict=True))
+    kept = json.loads(args.resume.read_text()) if args.resume else None
+    if kept:
+        same = ("noise", "max_steps", "patience")
+        assert all(kept["settings"][k] == getattr(args, k) for k in same), f"--resume needs the same {same}"
+        kept_runs = [r for r in kept["runs"] if r["patience"] == args.patience]
+        resumed = {"date_utc": kept["machine"]["date_utc"], "runs_kept": len(kept_runs), "seconds": kept["seconds"]}
+    else:
+        kept_runs, resumed = [], None
+    n_max = max(args.sizes)
+    runs, checks = [], {}
     for n in args.sizes:
-        for seed in range(args.seeds):
-            runs.extend(train(name, n, seed, args.patience) for name in models)
+        for seed in range(seeds[n]):
+            for name in models:
+                done = [r for r in kept_runs if (r["model"], r["n"], r["seed"]) == (name, n, seed)]
+                if n == n_max and seed == 0:  # one training gives the run and its patience check
+                    run, checks[name] = train(name, n, seed, 2 * args.patience, watch=args.patience)
+                    runs.append(run)
+                elif done:
+                    runs.extend(done)
+                else:
+                    runs.extend(train(name, n, seed, args.patience))
         write_json(args.out, payload(runs, None))  # a partial file survives an interrupted run
 
-    n_max = max(args.sizes)
     check = {"n": n_max, "seed": 0, "patience": 2 * args.patience, "tolerance": args.check_tolerance, "models": {}}
     for name in models:
-        longer = train(name, n_max, 0, 2 * args.patience)
+        longer = checks[name]
         first = next(r for r in runs if r["model"] == name and r["n"] == n_max and r["seed"] == 0)
         check["models"][name] = {
             "test_accuracy": longer["test_accuracy"],

@@ -195,12 +195,15 @@ def fit_classifier(
     eval_every: int = 25,
     patience: int = 8,
     seed: int = 0,
+    on_evaluation=None,
 ):
     """Train ``model`` on ``(x, y)`` with AdamW until the validation accuracy stops improving.
 
     Every ``eval_every`` steps the accuracy on ``(x_val, y_val)`` is measured; training stops after
     ``patience`` evaluations without improvement (or at ``max_steps``) and the best weights are restored.
     Minibatches of ``batch`` are drawn with replacement from a generator seeded with ``seed``.
+    ``on_evaluation(model, step, accuracy)``, if given, is called after each evaluation (the model in eval
+    mode): a caller can watch the run, e.g. to see where a shorter patience would have stopped it.
     Returns ``(model, steps)``: the trained model (in eval mode) and the number of steps taken.
 
     Examples
@@ -232,6 +235,8 @@ def fit_classifier(
         model.eval()
         with torch.no_grad():
             acc = (model(x_val).argmax(-1) == y_val).float().mean().item()
+        if on_evaluation is not None:
+            on_evaluation(model, step, acc)
         if acc > best:
             best, best_state, since = acc, copy.deepcopy(model.state_dict()), 0
         else:
