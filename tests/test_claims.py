@@ -39,6 +39,7 @@ class Page:
     results: str
     claims: dict[str, Claim]
     statements: dict[str, Callable[[dict, str], bool]] = field(default_factory=dict)  # (json, markdown) -> true?
+    literals: dict[str, Callable[[dict], bool]] = field(default_factory=dict)  # words on the page -> true in JSON?
 
 
 # -- cnn_rnn: benchmarks/results/data_scale.json ------------------------------------------------------------------
@@ -50,6 +51,10 @@ def _mean_accuracy(run: dict, model: str, n: int) -> float:
 
 def _sizes(run: dict) -> list[int]:
     return sorted({r["n"] for r in run["runs"]})
+
+
+def _seeds(run: dict, n: int) -> int:
+    return len({r["seed"] for r in run["runs"] if r["n"] == n})
 
 
 def _closed(run: dict, model: str) -> float:
@@ -69,7 +74,8 @@ CNN_RNN = Page(
     results="data_scale.json",
     claims={
         "bayes_pct": ("the Bayes accuracy is ... %", lambda j: 100 * j["bayes"]["accuracy"]),
-        "ds_seeds": ("... seeds per size", lambda j: len({r["seed"] for r in j["runs"]})),
+        "ds_seeds_min": ("... or ... seeds per size", lambda j: min(_seeds(j, n) for n in _sizes(j))),
+        "ds_seeds": ("or ... seeds per size", lambda j: max(_seeds(j, n) for n in _sizes(j))),
         "ds_patience_steps": ("no new best for ... steps", lambda j: j["settings"]["patience"] * j["eval_every"]),
         "ds_max_steps": ("the cap of ... steps", lambda j: j["settings"]["max_steps"]),
         "ds_minutes": ("these trainings took ... minutes", lambda j: j["seconds"] / 60),
@@ -100,6 +106,13 @@ CNN_RNN = Page(
         "check_cnn": ("twice the patience moved ... points for the CNN", lambda j: _check_change(j, "cnn")),
         "check_attn": ("and ... for attention", lambda j: _check_change(j, "attention")),
         "check_tolerance": ("the check accepts at most ±...", lambda j: 100 * j["patience_check"]["tolerance"]),
+    },
+    literals={
+        "validation set (1,000 images)": lambda j: j["validation_images"] == 1000,
+        "accuracy on 4,000 separate test images": lambda j: j["test_images"] == 4000,
+        "noise of standard deviation 0.4": lambda j: j["settings"]["noise"] == 0.4,
+        "100 to 10,000 training images": lambda j: _sizes(j)[0] == 100 and _sizes(j)[-1] == 10_000,
+        "at 3,000 images it is": lambda j: 3000 in _sizes(j),
     },
     statements={
         "the run is complete": lambda j, md: j["complete"] is True,
@@ -182,6 +195,14 @@ AT_SCALE = Page(
         ),
         "bench_explicit_s": ("the explicit version's ... s", lambda b: min(_row(b, "explicit")["times_ms"]) / 1e3),
         "bench_chunked_s": ("chunked attention took ... s", lambda b: min(_row(b, "chunked")["times_ms"]) / 1e3),
+    },
+    literals={
+        "from $N = 1024$ to $N = 16384$": lambda b: (
+            sorted({r["N"] for r in b["rows"]}) == [1024, 2048, 4096, 8192, 16384]
+        ),
+        "$(B, H, N, d) = (1, 1, N, 64)$": lambda b: b["config"]["d"] == 64 and b["config"]["shape"] == "(1, 1, N, d)",
+        "four versions": lambda b: len(b["implementations"]) == 4,
+        "Its check **failed**": lambda b: not _held(b),
     },
     statements={
         "the JSON's check is what the rows say": lambda b, md: b["same_kernel_check"]["held"] == _held(b),
@@ -270,6 +291,16 @@ def test_what_the_text_says_in_words_holds_in_the_json(name):
     results, text = load_results(page), markdown(page)
     false = [s for s, holds in page.statements.items() if not holds(results, text)]
     assert not false, f"{name}: statements the JSON does not support: {false}"
+
+
+@pytest.mark.parametrize("name", PAGES)
+def test_numbers_written_in_the_text_hold_in_the_json(name):
+    page = PAGES[name]
+    text = " ".join(markdown(page).split())  # a phrase may be wrapped across lines
+    absent = [phrase for phrase in page.literals if " ".join(phrase.split()) not in text]
+    assert not absent, f"{name}: phrases no longer on the page (update the list): {absent}"
+    false = [phrase for phrase, holds in page.literals.items() if not holds(load_results(page))]
+    assert not false, f"{name}: the JSON no longer says what these words on the page say: {false}"
 
 
 def _nudged(value, counter=[0]):  # noqa: B006 (a counter across the walk: each float moves by a different factor)
