@@ -96,14 +96,16 @@ def records(course: Path) -> dict[Path, str]:
     specs = Path(course) / "src" / "qkv" / "grading" / "specs"
     if not specs.is_dir():
         return {}
-    return {specs / f"{lab}.json": record_text(lab_record(course, lab)) for lab in lab_ids(course)}
+    found = {lab: lab_record(course, lab) for lab in lab_ids(course)}  # lab_ids: the labs with a solution
+    return {specs / f"{lab}.json": record_text(record) for lab, record in found.items() if record is not None}
 
 
 def load_lab(lab: str, course: Path) -> Lab:
     """The lab's spec, checked against its record: the course's solution notebook's nbgrader metadata (trusted: it
     is ours) where the course has it, else the record shipped in the package."""
     course = Path(course)
-    record, home = lab_record(course, lab), course
+    record = lab_record(course, lab)
+    home: Path | None = course
     if record is None:
         record, home = packaged_record(lab), None
     if record is None:
@@ -129,7 +131,8 @@ def load_lab(lab: str, course: Path) -> Lab:
     if home is not None:
         others = {o: _released_cells(course, o) for o in lab_ids(course) if o != lab}
     else:
-        others = {p.stem: set(packaged_record(p.stem)["released"]) for p in RECORDS.glob("*.json") if p.stem != lab}
+        shipped = {p.stem: packaged_record(p.stem) for p in RECORDS.glob("*.json") if p.stem != lab}
+        others = {o: set(r["released"]) for o, r in shipped.items() if r is not None}
     others = {o: cells for o, cells in others.items() if cells}
     return Lab(lab, spec, order, record["prompts"], locked, home, released, others, frozenset(record["ids"]))
 

@@ -54,8 +54,8 @@ def _roots() -> tuple[str, ...]:
     paths.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     for name in ("torch", "numpy", "qkv"):
         module = sys.modules.get(name)
-        if module is not None and getattr(module, "__file__", None):
-            paths.add(os.path.dirname(os.path.dirname(module.__file__)))
+        if module is not None and (file := getattr(module, "__file__", None)):
+            paths.add(os.path.dirname(os.path.dirname(file)))
     return tuple(sorted({os.path.join(q, "") for p in paths for q in (p, os.path.realpath(p))}))
 
 
@@ -103,7 +103,7 @@ class Tripwires:
 
     # --- the wrappers --------------------------------------------------------------------------------------
     def install(self, names: list[str]) -> None:
-        originals = {}
+        originals: dict[int, tuple[str, object]] = {}
         for dotted in names:
             owner, attr = _resolve_owner(dotted)
             if owner is not None:
@@ -142,7 +142,7 @@ class Tripwires:
 
         if isinstance(original, type):
 
-            class Tripwire(original):  # type: ignore[misc, valid-type]
+            class Tripwire(original):
                 def __init__(self, *args, **kwargs):
                     check(sys._getframe(1))
                     super().__init__(*args, **kwargs)
