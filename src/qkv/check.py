@@ -45,6 +45,7 @@ def check_notebook(lab: str, notebook: Path, *, course: Path, seed: int = 0, tim
             memory=4096,
             fresh=True,
             use_sandbox=False,
+            fork_worker=True,  # torch is imported here already: no fresh interpreter to wait for
             seed=seed,
             log=lambda *a, **k: None,
         )

@@ -158,6 +158,7 @@ def grade_folder(
     use_sandbox: bool = True,
     seed: int | None = None,
     call_timeout: float | None = None,
+    fork_worker: bool = False,
     log=print,
 ) -> tuple[list[Result], dict]:
     """Every student under ``submissions`` graded, cached in ``out/results``: the results sorted by student, and
@@ -166,7 +167,9 @@ def grade_folder(
     ``timeout``: wall-clock seconds per submission; ``call_timeout``: CPU seconds one graded call may use before
     it is stopped (default ``timeout / CALL_SHARE``): a looping function costs only its items; one cell may use
     CELL_CALLS times as much (a cell that runs past it stops the notebook there, charged to that cell).
-    ``seed``: the inputs' seed for a new ``out`` (default: random); ``fresh``: forget what ``out`` holds."""
+    ``seed``: the inputs' seed for a new ``out`` (default: random); ``fresh``: forget what ``out`` holds.
+    ``fork_worker`` (``qkv check``, without the sandbox): the worker is forked from this process, which has
+    imported torch already, instead of started afresh (a student's own notebook, on their own machine)."""
     entries = discover(submissions, lab.lab)
     out = Path(out)
     check_sandbox(use_sandbox, log)
@@ -210,7 +213,9 @@ def grade_folder(
     )
     if todo:
         limits = {"timeout": timeout, "memory": memory, "call_timeout": call_timeout}
-        results.update(_pool(lab, prepared, todo, cache, limits, jobs=jobs, use_sandbox=use_sandbox, log=log))
+        results.update(
+            _pool(lab, prepared, todo, cache, limits, jobs=jobs, use_sandbox=use_sandbox, fork=fork_worker, log=log)
+        )
     return [results[s] for s in sorted(results)], run
 
 
@@ -223,6 +228,7 @@ def _pool(
     *,
     jobs: int | None,
     use_sandbox: bool,
+    fork: bool = False,
     log,
 ) -> dict[str, Result]:
     """Grade ``todo`` with ``jobs`` workers side by side; each result is cached as soon as it is known."""
@@ -234,7 +240,7 @@ def _pool(
     results: dict[str, Result] = {}
 
     def work(index: int) -> None:
-        worker = sandbox.Worker(index, lib, sandbox=use_sandbox, log=tmp / f"worker-{index}.log")
+        worker = sandbox.Worker(index, lib, sandbox=use_sandbox, log=tmp / f"worker-{index}.log", fork=fork)
         try:
             while True:
                 with lock:
