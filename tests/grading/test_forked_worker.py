@@ -27,6 +27,9 @@ PROBES = [
     "import os, resource\nraise RuntimeError(repr([os.getuid(), os.getgid(), os.getgroups(), os.getsid(0) == os.getpid(),"
     " [resource.getrlimit(r) for r in (resource.RLIMIT_CPU, resource.RLIMIT_NPROC, resource.RLIMIT_NOFILE)]]))",
     "import sys\nraise RuntimeError(repr([sys.stdin.fileno(), sys.stdout.fileno(), sys.stderr.fileno()]))",
+    "import warnings\nraise RuntimeError(repr([(a, c.__name__, m and m.pattern, mod and mod.pattern) for a, m, c, mod, _ in"
+    " warnings.filters]))",
+    "import warnings\nraise RuntimeError(repr([warnings.showwarning.__module__, warnings.formatwarning.__module__]))",
 ]
 
 
