@@ -33,7 +33,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, machine, median, table, write_json
 
 COURSE = Path(__file__).resolve().parents[1]  # qkv is imported only where needed: --phases-of times its import
-LABS = sorted(p.name for p in (COURSE / "labs").iterdir() if p.is_dir() and p.name != "zh")
 BIN = Path(sys.executable).parent
 
 
@@ -118,7 +117,7 @@ def phases_of(lab: str, nb: Path) -> dict[str, float]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--labs", default=",".join(LABS))
+    p.add_argument("--labs", help="comma-separated lab ids (default: every lab)")
     p.add_argument("--reps", type=int, default=3)
     p.add_argument("--profile", action="store_true", help="also time the phases of a cold qkv check per lab")
     p.add_argument(
@@ -133,8 +132,9 @@ def main() -> None:
         print(json.dumps(phases_of(args.phases_of[0], Path(args.phases_of[1]))))
         return
     from qkv.grading.testing import completed_lab
+    from qkv.labs import lab_ids
 
-    labs = args.labs.split(",")
+    labs = args.labs.split(",") if args.labs else lab_ids(COURSE)
     load_before = os.getloadavg()
     kinds = ["check", "validate"] + ["check_before"] * bool(args.before)
     times: dict[str, dict[str, list[float]]] = {lab: {kind: [] for kind in kinds} for lab in labs}

@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from qkv.grading import sandbox
+from qkv.grading.limits import Limits
 from qkv.grading.protocol import read_messages
 from qkv.grading.testing import COURSE
 
@@ -37,7 +38,7 @@ def _seen(tmp_path, fork: bool) -> list[str]:
     lib = sandbox.make_lib(COURSE / "src" / "qkv", tmp_path / ("forked" if fork else "started"))
     worker = sandbox.Worker(0, lib, sandbox=False, log=tmp_path / f"{fork}.log", fork=fork)
     try:
-        header, raw = worker.run({"cells": PROBES, "items": [], "timeout": 60, "memory_mb": 1024})
+        header, raw = worker.run({"cells": PROBES, "items": [], "limits": Limits(60, 1024).to_job()})
     finally:
         worker.stop()
     assert header["state"] == "exited", (header, (tmp_path / f"{fork}.log").read_text())
@@ -76,7 +77,7 @@ def test_a_forked_worker_is_never_sandboxed(tmp_path):
 def test_a_forked_worker_that_dies_is_forked_again(tmp_path):
     lib = sandbox.make_lib(COURSE / "src" / "qkv", tmp_path)
     worker = sandbox.Worker(0, lib, sandbox=False, log=tmp_path / "w.log", fork=True)
-    job = {"cells": ["x = 1"], "items": [], "timeout": 60, "memory_mb": 1024}
+    job = {"cells": ["x = 1"], "items": [], "limits": Limits(60, 1024).to_job()}
     try:
         header, _ = worker.run(job)
         assert header["state"] == "exited"

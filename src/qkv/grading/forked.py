@@ -53,7 +53,8 @@ class ForkedWorker:
             os.close(w_out)
             self.stdin, self.stdout = open(w_in, "wb", buffering=0), open(r_out, "rb", buffering=0)
             _parent_ends.update((self.stdin, self.stdout))
-        self.pid, self.args, self.returncode = pid, ["forked worker", program], None
+        self.pid, self.args = pid, ["forked worker", program]
+        self.returncode: int | None = None
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -107,7 +108,7 @@ def _become_worker(path: list[str], env: dict[str, str], stdin: int, stdout: int
     sys.dont_write_bytecode = True
     sys.argv = ["-c"]
     main = sys.modules["__main__"] = types.ModuleType("__main__")
-    main.__builtins__, main.__annotations__, main.__loader__ = builtins, {}, BuiltinImporter
+    vars(main).update(__builtins__=builtins, __annotations__={}, __loader__=BuiltinImporter)
     for name in [n for n in sys.modules if n == "qkv" or n.startswith("qkv.")]:
         del sys.modules[name]  # the worker's preload imports qkv again, from lib: the copy without the grader
     # The grader's specs seed and draw: the global generators start afresh, from the system's entropy, as in a
