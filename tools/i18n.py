@@ -16,6 +16,7 @@ the new English, and `check` fails until a translator confirms it. See locales/R
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import re
 import shutil
@@ -359,20 +360,27 @@ def grader(args: argparse.Namespace) -> int:
 
 
 def diagrams_template() -> Catalog:
-    """Every label of qkv.diagrams: the first argument of each `_()` call, found by Babel's Python extractor."""
-    from babel.messages.extract import extract_from_file
+    """Every figure label: the first argument of each `_()` call in qkv.diagrams and in the chapters' code cells
+    (their figures.glue drawings), found by Babel's Python extractor."""
+    from babel.messages.extract import extract
 
-    source = ROOT / "src" / "qkv" / "diagrams.py"
+    sources = [(ROOT / "src" / "qkv" / "diagrams.py").read_text()]
+    for page in sorted((ROOT / "chapters").glob("*.ipynb")):
+        for cell in json.loads(page.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                code = "".join(cell["source"])
+                sources.append(re.sub(r"(?m)^\s*[%!].*$", "", code))  # magics and shell lines are not Python
     template = Catalog(project="qkv")
-    for _line, text, _comments, _context in extract_from_file("python", source, keywords={"_": (1,)}):
-        template.add(text)  # no line numbers: an edit elsewhere in the module does not touch every entry
+    for source in sources:
+        for _line, text, _comments, _context in extract("python", io.BytesIO(source.encode()), keywords={"_": (1,)}):
+            template.add(text)  # no line numbers: an edit elsewhere in a page does not touch every entry
     return template
 
 
 def diagrams_mo(language: str = LANGUAGE) -> Path:
-    from qkv import diagrams
+    from qkv import figures
 
-    return diagrams.LOCALE_DIR / language / "LC_MESSAGES" / f"{diagrams.DOMAIN}.mo"
+    return figures.LOCALE_DIR / language / "LC_MESSAGES" / f"{figures.DOMAIN}.mo"
 
 
 def cjk_characters(catalog: Catalog) -> str:
@@ -390,7 +398,7 @@ def diagrams(args: argparse.Namespace) -> int:
     from fontTools import subset
     from fontTools.ttLib import TTFont
 
-    from qkv import diagrams as module
+    from qkv import figures as module
 
     catalog = _compile(DIAGRAMS, diagrams_template(), diagrams_mo(args.language), args.language)
     chars = cjk_characters(catalog)

@@ -10,23 +10,19 @@ through :func:`_` and the catalog ``locales/zh_CN/LC_MESSAGES/diagrams.po``, com
 from __future__ import annotations
 
 import functools
-import gettext
-import io
 import math
 from collections.abc import Sequence
-from pathlib import Path
 
 import matplotlib
 import torch
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
+from .figures import EDITIONS, glue_key, render, style, translator
+
 __all__ = ["EDITIONS", "Diagram", "convolution", "glue_key", "masks", "multihead", "projections", "rotations"]
 __all__ += ["scaling", "score_matrix", "soft_lookup", "tiles", "transformer_block"]
 
-EDITIONS = ("en", "zh_CN")  # the book's editions: a page glues one figure per edition
-LOCALE_DIR, DOMAIN = Path(__file__).parent / "locale", "qkv_diagrams"
-CJK_FONT, CJK_FAMILY = Path(__file__).parent / "fonts" / "NotoSansCJKsc-qkv-subset.otf", "Noto Sans CJK SC"
 CMAP, CIVIDIS, INK, MUTED = matplotlib.colormaps["viridis"], matplotlib.colormaps["cividis"], "#222222", "#555555"
 
 
@@ -35,24 +31,12 @@ class Diagram(Figure):
     pyplot's inline backend."""
 
     def _repr_png_(self) -> bytes:
-        buffer = io.BytesIO()
-        self.savefig(buffer, format="png", dpi=100, bbox_inches="tight", facecolor="white")
-        return buffer.getvalue()
-
-
-def glue_key(name: str, language: str) -> str:
-    """The glue key of a diagram in one edition: ``name`` in English, ``name_zh_CN`` in Chinese."""
-    return name if language == "en" else f"{name}_{language}"
-
-
-@functools.cache
-def _translations(language: str) -> gettext.NullTranslations:
-    return gettext.NullTranslations() if language == "en" else gettext.translation(DOMAIN, LOCALE_DIR, [language])
+        return render(self)[0]
 
 
 def _(text: str, language: str) -> str:
     """A diagram's label in the given edition's language, from the compiled catalog."""
-    return _translations(language).gettext(text)  # never mixed with $math$: mathtext has no CJK fallback
+    return translator(language)(text)  # never mixed with $math$: mathtext has no CJK fallback
 
 
 def _draws(draw):
@@ -60,14 +44,8 @@ def _draws(draw):
 
     @functools.wraps(draw)
     def wrapper(*args, language: str = "en", **kwargs) -> Figure:
-        _translations(language)  # an unknown edition fails here, before any drawing
-        families = ["DejaVu Sans"]
-        if language != "en":
-            if CJK_FAMILY not in {f.name for f in matplotlib.font_manager.fontManager.ttflist}:
-                matplotlib.font_manager.fontManager.addfont(str(CJK_FONT))
-            families.append(CJK_FAMILY)
-        style = {"font.family": families, "font.size": 11, "axes.unicode_minus": False}
-        with matplotlib.rc_context(style):
+        translator(language)  # an unknown edition fails here, before any drawing
+        with style(language, **{"font.size": 11}):
             return draw(*args, language=language, **kwargs)
 
     return wrapper
