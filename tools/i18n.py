@@ -384,12 +384,15 @@ def diagrams_mo(language: str = LANGUAGE) -> Path:
 
 
 def cjk_characters(catalog: Catalog) -> str:
-    """The characters of the current translations that the Latin font (DejaVu Sans) does not draw."""
+    """The characters of the current translations, and of the Tang quatrains the Transformer chapter's decoder
+    writes (its attention figure labels the axes with them), that the Latin font (DejaVu Sans) does not draw."""
     from matplotlib import font_manager
     from matplotlib.ft2font import FT2Font
 
+    from qkv.corpora import read_text
+
     latin = FT2Font(font_manager.findfont("DejaVu Sans")).get_charmap()
-    text = "".join(str(m.string) for m in catalog if m.id and m.string and not m.fuzzy)
+    text = "".join(str(m.string) for m in catalog if m.id and m.string and not m.fuzzy) + read_text("tang")
     return "".join(sorted({c for c in text if ord(c) not in latin}))
 
 
