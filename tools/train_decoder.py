@@ -25,7 +25,7 @@ from qkv import corpora
 from qkv.decoder import save_decoder, train_lm
 
 DATA = Path(__file__).resolve().parent.parent / "src" / "qkv" / "data"
-# two blocks of width 64 with 4 heads: a few hundred KB in float16, and 1,000 steps take minutes on one CPU thread;
+# two blocks of width 64 with 4 heads: a few hundred KB in float16; 3,000 steps take 5-20 minutes on one CPU thread;
 # a context of 64 characters holds a line and a half of a sonnet, or two quatrains
 CONFIGS = {
     "sonnets": {"d_model": 64, "num_heads": 4, "num_layers": 2, "d_ff": 256, "max_len": 64},
@@ -62,7 +62,7 @@ def train(name: str, steps: int) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("corpora", nargs="*", default=list(corpora.CORPORA), help="sonnets, tang or both")
-    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--steps", type=int, default=3000)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)  # small matrices: one thread, and the result does not depend on the core count
     for name in args.corpora:
