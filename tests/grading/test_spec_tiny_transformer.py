@@ -15,8 +15,8 @@ BLOCK_HEAD = """
 # A forbidden call is judged on the source, and the source of every later exercise reaches the functions it calls
 # (the lab forbids the ready-made parts in every answer); every other bug costs its own item only.
 CALLERS_OF = {
-    "layer_norm": {"test_encoder_block", "test_tiny_forward", "test_train_reversal"},
-    "encoder_block": {"test_tiny_forward", "test_train_reversal"},
+    "layer_norm": {"test_encoder_block", "test_tiny_forward", "test_train_reversal", "test_sample"},
+    "encoder_block": {"test_tiny_forward", "test_train_reversal", "test_sample"},
 }
 BUGS = {
     "layer norm with the unbiased variance": (
