@@ -65,3 +65,22 @@ def test_the_png_records_its_smallest_text_and_a_wide_figure_shrinks_it():
 def test_an_unknown_edition_fails_before_drawing():
     with pytest.raises(OSError):
         figures.translator("xx")
+
+
+def test_a_diagram_glued_by_figures_glue_records_its_text_in_both_editions(monkeypatch):
+    """The one line a diagram cell needs (`figures.glue(name, lambda _: diagrams.x(..., language=_.language))`):
+    both editions glued as PNGs that record their smallest text, whatever IPython formatter pyplot installed."""
+    import torch
+
+    from qkv import diagrams
+
+    keys = torch.tensor([[1.0, 0.0, 0.5, 1.0], [0.0, 1.0, 1.0, 0.0], [0.5, 0.5, 0.0, 1.0]])
+    query = torch.tensor([1.0, 0.0, 1.0, 0.0])
+    weights = torch.softmax(keys @ query, dim=-1)
+    out = {}
+    monkeypatch.setattr(myst_nb, "glue", lambda name, value, display=True: out.__setitem__(name, value))
+    figures.glue("diagram_tailor", lambda _: diagrams.soft_lookup(query, keys, weights, language=_.language))
+    assert sorted(out) == ["diagram_tailor", "diagram_tailor_zh_CN"]
+    recorded = [float(Image.open(io.BytesIO(out[key].data)).text[figures.TEXT_PX_KEY]) for key in sorted(out)]
+    assert min(recorded) >= 9, recorded
+    assert out["diagram_tailor"].data != out["diagram_tailor_zh_CN"].data

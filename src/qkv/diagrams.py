@@ -12,11 +12,16 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import matplotlib
 import torch
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
+
+if TYPE_CHECKING:
+    from matplotlib.typing import ColorType
 
 from .figures import EDITIONS, glue_key, render, style, translator
 
@@ -77,7 +82,7 @@ def _arrow(ax, start, end, width=1.5, colour=INK):
     ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, lw=width, color=colour))
 
 
-def _canvas(width: float, xlim, ylim) -> tuple[Figure, object]:
+def _canvas(width: float, xlim, ylim) -> tuple[Figure, Axes]:
     """An axes-free drawing in data units, as wide as ``width`` inches and as tall as the limits make it."""
     fig = Diagram(figsize=(width, width * (ylim[1] - ylim[0]) / (xlim[1] - xlim[0]) + 0.2), layout="constrained")
     ax = fig.add_subplot(xlim=xlim, ylim=ylim, aspect="equal")
@@ -221,8 +226,9 @@ def masks(causal: torch.Tensor, local: torch.Tensor, graph: torch.Tensor, *, lan
     fig = Diagram(figsize=(7.2, 2.9), layout="constrained")
     axes = fig.subplots(1, 3)
     titles = (_("causal", language), _("local", language), _("graph", language))
+    shades: list[ColorType] = ["#f0f0f0", CMAP(0.3)]  # blocked, allowed
     for ax, title, m in zip(axes, titles, (causal, local, graph)):
-        ax.imshow(_np(m), cmap=matplotlib.colors.ListedColormap(["#f0f0f0", CMAP(0.3)]), vmin=0, vmax=1)
+        ax.imshow(_np(m), cmap=matplotlib.colors.ListedColormap(shades), vmin=0, vmax=1)
         ax.set_title(title)
         ax.set_xlabel(_("key j", language))
         L, S = m.shape

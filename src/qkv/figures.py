@@ -11,9 +11,13 @@ A page writes a drawing function that takes the edition's translator ``_`` and r
 
 The Chinese build places ``name_zh_CN`` wherever the page says ``{glue:figure} name`` (``_ext/qkv_i18n``). Labels
 are the string literals passed to ``_``: ``tools/i18n.py diagrams`` extracts them from the chapters and from
-:mod:`qkv.diagrams` into ``locales/zh_CN/LC_MESSAGES/diagrams.po`` and compiles them into the package, with the
-subset of Noto Sans CJK SC (OFL 1.1) that draws exactly those characters. Each PNG records the size of its
-smallest text (``qkv:min-text-px``) so that a browser test can check it at the width the page shows it.
+:mod:`qkv.diagrams` into ``locales/zh_CN/LC_MESSAGES/diagrams.po`` and compiles them into the package, with a
+subset of Noto Sans CJK SC (OFL 1.1) that draws those characters and all of GB 2312. Each PNG records the size of
+its smallest text (``qkv:min-text-px``) so that a browser test can check it at the width the page shows it.
+
+The same font is matplotlib's fallback for every plot once this module is imported (the chapters import it) or a
+Chinese lab calls ``qkv.selfcheck.use_language("zh_CN")``: a student's own plot with Chinese labels draws
+wherever ``qkv`` is installed (Colab, Binder, ``make lab``), with no font to install.
 """
 
 from __future__ import annotations
@@ -21,20 +25,36 @@ from __future__ import annotations
 import functools
 import gettext
 import io
+import warnings
 from collections.abc import Callable
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-__all__ = ["EDITIONS", "Translator", "glue", "glue_key", "min_text_px", "render", "style", "subplots", "translator"]
+if TYPE_CHECKING:
+    from matplotlib.typing import RcKeyType
+
+__all__ = [
+    "EDITIONS",
+    "Translator",
+    "glue",
+    "glue_key",
+    "min_text_px",
+    "render",
+    "style",
+    "subplots",
+    "translator",
+    "use_cjk_font",
+]
 
 EDITIONS = ("en", "zh_CN")  # the book's editions: a page glues one figure per edition
 LOCALE_DIR, DOMAIN = Path(__file__).parent / "locale", "qkv_diagrams"
-CJK_FONT, CJK_FAMILY = Path(__file__).parent / "fonts" / "NotoSansCJKsc-qkv-subset.otf", "Noto Sans CJK SC"
+# The subset's own family name (tools/i18n.py renames it): never confused with a system-wide Noto Sans CJK SC.
+CJK_FONT, CJK_FAMILY = Path(__file__).parent / "fonts" / "NotoSansCJKsc-qkv-subset.otf", "qkv Noto Sans CJK SC"
 DPI = 100  # the PNG's pixels per inch: a 7-inch figure is 700 px
 COLUMN_PX = 688  # the book theme's content column: a wider PNG is shown scaled down to it
 TEXT_PX_KEY = "qkv:min-text-px"
@@ -67,15 +87,32 @@ def glue_key(name: str, language: str) -> str:
     return name if language == "en" else f"{name}_{language}"
 
 
+def _register_cjk_font() -> None:
+    from matplotlib import font_manager
+
+    if CJK_FAMILY not in {f.name for f in font_manager.fontManager.ttflist}:
+        font_manager.fontManager.addfont(str(CJK_FONT))
+
+
+def use_cjk_font() -> None:
+    """Make the course's CJK font matplotlib's fallback: text in the current font families first, then, for a
+    character they lack (Chinese), the CJK font. Called on import and by ``qkv.selfcheck.use_language``."""
+    _register_cjk_font()
+    families = matplotlib.rcParams["font.family"]
+    families = [families] if isinstance(families, str) else list(families)
+    if CJK_FAMILY not in families:
+        matplotlib.rcParams["font.family"] = [*families, CJK_FAMILY]
+
+
 @contextmanager
 def style(language: str, **rc: Any):
     """The book's style and, for a CJK edition, the course's CJK font as the fallback of DejaVu Sans."""
     families = ["DejaVu Sans"]
     if language != "en":
-        if CJK_FAMILY not in {f.name for f in matplotlib.font_manager.fontManager.ttflist}:
-            matplotlib.font_manager.fontManager.addfont(str(CJK_FONT))
+        _register_cjk_font()
         families.append(CJK_FAMILY)
-    with matplotlib.rc_context({"font.family": families, "axes.unicode_minus": False, **rc}):
+    settings = {"font.family": families, "axes.unicode_minus": False, **rc}
+    with matplotlib.rc_context(cast("dict[RcKeyType, Any]", settings)):  # rc's names are checked at run time
         yield
 
 
@@ -128,7 +165,8 @@ def min_text_px(fig: Figure, column_px: int = COLUMN_PX) -> float:
 
 def glue(name: str, draw: Callable[[Translator], Figure]) -> None:
     """Draw ``draw(_)`` once per edition and glue each as ``glue_key(name, language)``; outside the book (no
-    myst_nb, e.g. Colab) show the English figure."""
+    myst_nb, e.g. Colab) show the English figure. A character that no font draws raises (matplotlib's "Glyph ...
+    missing from font(s)" warning made an error), so the notebook, and the book's build, fail on it."""
     from IPython.display import Image, display
 
     try:
@@ -136,7 +174,9 @@ def glue(name: str, draw: Callable[[Translator], Figure]) -> None:
     except ImportError:
         nb_glue = None
     for language in EDITIONS:
-        with style(language):
+        with style(language), warnings.catch_warnings():
+            # A label the fonts cannot draw would show boxes: stop the page (and the book's build) instead.
+            warnings.filterwarnings("error", message="Glyph .* missing from", category=UserWarning)
             fig = draw(translator(language))
             png, _px = render(fig)
         image = Image(data=png, format="png")
@@ -144,3 +184,6 @@ def glue(name: str, draw: Callable[[Translator], Figure]) -> None:
             nb_glue(glue_key(name, language), image, display=language == "en")
         elif language == "en":
             display(image)
+
+
+use_cjk_font()  # a student's own Chinese labels draw in any notebook that imports qkv.figures
