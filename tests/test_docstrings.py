@@ -5,7 +5,18 @@ import importlib
 
 import pytest
 
-MODULES = ["attention", "chunked", "device", "encoder", "masks", "multihead", "positional", "tasks"]
+MODULES = [
+    "attention",
+    "chunked",
+    "corpora",
+    "decoder",
+    "device",
+    "encoder",
+    "masks",
+    "multihead",
+    "positional",
+    "tasks",
+]
 
 
 @pytest.mark.parametrize("name", MODULES)

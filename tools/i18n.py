@@ -402,12 +402,17 @@ def gb2312_characters() -> str:
 
 
 def cjk_characters(catalog: Catalog) -> str:
-    """The characters of the current translations and of GB 2312 that the Latin font (DejaVu Sans) does not draw."""
+    """The characters of the current translations, of GB 2312 and of the Tang quatrains the Transformer chapter's
+    decoder writes (its attention figure labels the axes with them; a few lie outside GB 2312) that the Latin font
+    (DejaVu Sans) does not draw."""
     from matplotlib import font_manager
     from matplotlib.ft2font import FT2Font
 
+    from qkv.corpora import read_text
+
     latin = FT2Font(font_manager.findfont("DejaVu Sans")).get_charmap()
-    text = "".join(str(m.string) for m in catalog if m.id and m.string and not m.fuzzy) + gb2312_characters()
+    text = "".join(str(m.string) for m in catalog if m.id and m.string and not m.fuzzy)
+    text += gb2312_characters() + read_text("tang")
     return "".join(sorted({c for c in text if ord(c) not in latin}))
 
 

@@ -15,8 +15,8 @@ BLOCK_HEAD = """
 # A forbidden call is judged on the source, and the source of every later exercise reaches the functions it calls
 # (the lab forbids the ready-made parts in every answer); every other bug costs its own item only.
 CALLERS_OF = {
-    "layer_norm": {"test_encoder_block", "test_tiny_forward", "test_train_reversal"},
-    "encoder_block": {"test_tiny_forward", "test_train_reversal"},
+    "layer_norm": {"test_encoder_block", "test_tiny_forward", "test_train_reversal", "test_sample"},
+    "encoder_block": {"test_tiny_forward", "test_train_reversal", "test_sample"},
 }
 BUGS = {
     "layer norm with the unbiased variance": (
@@ -232,6 +232,74 @@ BUGS = {
         """,
         {"test_train_reversal"},
     ),
+    "sampling without the causal mask": (
+        "sample",
+        """
+        def sample(p, num_heads, prompt_ids, n_new, temperature=1.0, generator=None):
+            ids = prompt_ids
+            with torch.no_grad():
+                for _ in range(n_new):
+                    scores = tiny_forward(ids[None], p, num_heads)[0, -1]
+                    if temperature == 0:
+                        next_id = scores.argmax().view(1)
+                    else:
+                        next_id = torch.multinomial(torch.softmax(scores / temperature, -1), 1, generator=generator)
+                    ids = torch.cat([ids, next_id])
+            return ids
+        """,
+        {"test_sample"},
+    ),
+    "sampling from the first position's scores": (
+        "sample",
+        """
+        def sample(p, num_heads, prompt_ids, n_new, temperature=1.0, generator=None):
+            ids = prompt_ids
+            with torch.no_grad():
+                for _ in range(n_new):
+                    scores = tiny_forward(ids[None], p, num_heads, qkv.causal_mask(len(ids)))[0, 0]
+                    if temperature == 0:
+                        next_id = scores.argmax().view(1)
+                    else:
+                        next_id = torch.multinomial(torch.softmax(scores / temperature, -1), 1, generator=generator)
+                    ids = torch.cat([ids, next_id])
+            return ids
+        """,
+        {"test_sample"},
+    ),
+    "sampling without the temperature": (
+        "sample",
+        """
+        def sample(p, num_heads, prompt_ids, n_new, temperature=1.0, generator=None):
+            ids = prompt_ids
+            with torch.no_grad():
+                for _ in range(n_new):
+                    scores = tiny_forward(ids[None], p, num_heads, qkv.causal_mask(len(ids)))[0, -1]
+                    if temperature == 0:
+                        next_id = scores.argmax().view(1)
+                    else:
+                        next_id = torch.multinomial(torch.softmax(scores, -1), 1, generator=generator)
+                    ids = torch.cat([ids, next_id])
+            return ids
+        """,
+        {"test_sample"},
+    ),
+    "sampling returns only the new tokens": (
+        "sample",
+        """
+        def sample(p, num_heads, prompt_ids, n_new, temperature=1.0, generator=None):
+            ids = prompt_ids
+            with torch.no_grad():
+                for _ in range(n_new):
+                    scores = tiny_forward(ids[None], p, num_heads, qkv.causal_mask(len(ids)))[0, -1]
+                    if temperature == 0:
+                        next_id = scores.argmax().view(1)
+                    else:
+                        next_id = torch.multinomial(torch.softmax(scores / temperature, -1), 1, generator=generator)
+                    ids = torch.cat([ids, next_id])
+            return ids[len(prompt_ids):]
+        """,
+        {"test_sample"},
+    ),
 }
 
 ALTERNATIVES = {
@@ -280,6 +348,21 @@ ALTERNATIVES = {
                     opt.step()
                     losses.append(float(loss))
                 return losses
+            """,
+    },
+    "the probabilities by exp and normalise, ids in a list": {
+        "sample": """
+            def sample(p, num_heads, prompt_ids, n_new, temperature=1.0, generator=None):
+                out = prompt_ids.tolist()
+                for _ in range(n_new):
+                    t = torch.tensor(out)
+                    s = tiny_forward(t[None], p, num_heads, qkv.causal_mask(len(out)))[0, -1].detach()
+                    if temperature == 0:
+                        out.append(int(torch.argmax(s)))
+                    else:
+                        e = torch.exp((s - s.max()) / temperature)
+                        out.append(int(torch.multinomial(e / e.sum(), 1, generator=generator)))
+                return torch.tensor(out)
             """,
     },
 }

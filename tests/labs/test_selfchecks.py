@@ -274,6 +274,10 @@ MESSAGE = {
     ("tiny_transformer", "training with targets in another order than the logits"): "against y over every position",
     ("tiny_transformer", "training without the optimiser step"): "opt.step()",
     ("tiny_transformer", "training on the same batch every step"): "draw a fresh batch every step",
+    ("tiny_transformer", "sampling without the causal mask"): "with qkv.causal_mask(L)",
+    ("tiny_transformer", "sampling from the first position's scores"): "the first position's scores, not the last's",
+    ("tiny_transformer", "sampling without the temperature"): "softmax(scores / temperature)",
+    ("tiny_transformer", "sampling returns only the new tokens"): "the 3 prompt ids and the 6 new ones",
 }
 # Messages that must also say by how much: a number after "by up to".
 WITH_NUMBERS = {key for key, phrase in MESSAGE.items() if phrase.startswith(("equals what", "stage "))}

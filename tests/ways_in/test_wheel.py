@@ -17,6 +17,7 @@ from ways_in_support import ROOT, run
 def test_wheel_holds_the_package_and_its_metadata(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     assert "qkv/__init__.py" in names and "qkv/grading/specs/soft_lookup.py" in names and "qkv/py.typed" in names
+    assert {"qkv/data/sonnets.txt", "qkv/data/tang_quatrains.tsv", "qkv/data/decoder_tang.pt"} <= set(names)
     assert not [n for n in names if n.startswith(("tests/", "chapters/", "solutions/"))]
     meta = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     version = re.search(r'^__version__ = "(.+)"$', (ROOT / "src/qkv/__init__.py").read_text(), re.M).group(1)

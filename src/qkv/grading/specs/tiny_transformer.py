@@ -1,6 +1,7 @@
-"""Grading spec for the lab ``tiny_transformer``: layer norm, a pre-norm encoder block, the whole model, training.
+"""Grading spec for the lab ``tiny_transformer``: layer norm, a pre-norm encoder block, the whole model, training,
+the sampling loop of a decoder.
 
-Four autograded items and one written answer.
+Five autograded items and one written answer.
 
 * ``layer_norm`` is compared with ``torch.nn.functional.layer_norm`` in float64, including inputs whose
   variance is comparable to ``eps`` (so ``eps`` outside the square root, or the unbiased variance, shows).
@@ -17,6 +18,13 @@ Four autograded items and one written answer.
   more over the seeds tried). Training inside the grader is cheap enough at this size, so the item checks
   the real outcome instead of a deterministic forward. The weights' values are compared only by ``check``
   (the element-wise comparison has ``atol = 1e300``: it only checks shapes and that nothing is NaN or inf).
+* ``sample`` writes with the student's ``tiny_forward`` (or its stand-in) under a causal mask; the sandbox seeds the
+  generator from the case and the grader compares the ids, exactly, with :func:`qkv.decoder.sample` on the library's
+  model with the same weights (float64) and the same seed: greedy at temperature 0, and draws at 0.7 and 1.5. One
+  ``torch.multinomial`` per new token draws the same ids in float32 and float64 (0 of 300 seeded sequences of 30
+  draws differed). Two and three blocks, with the embeddings and projections scaled by 5 (sharper attention), make
+  a missing causal mask change the text: without the mask, 19 of 20 seeded models wrote other 40 tokens at
+  temperature 1.5 (the self-check also looks at the masks passed to ``tiny_forward``).
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import torch
 import torch.nn.functional as F
 
 import qkv
+from qkv.decoder import sample
 from qkv.grading.spec import Case, Item, LabSpec, Manual, randn
 
 FORBID = (
@@ -123,6 +132,13 @@ def train_and_return(train_reversal, p, num_heads, seq_len, steps, **kwargs):
         raise TypeError(f"return a list of {steps} losses as Python floats (use loss.item()); got {losses!r:.100}")
     weights = [p[name].detach().clone() for name in sorted(p)]
     return [torch.tensor(list(losses), dtype=torch.float64)] + [weights[i : i + 8] for i in range(0, len(weights), 8)]
+
+
+def sample_and_return(sample, p, num_heads, prompt_ids, n_new, temperature, seed):
+    """Runs in the sandbox: the student's sampling loop with a generator seeded from the case."""
+    import torch
+
+    return sample(p, num_heads, prompt_ids, n_new, temperature, generator=torch.Generator().manual_seed(seed))
 
 
 HELPERS = (layer_norm, encoder_block, tiny_forward)
@@ -233,6 +249,32 @@ def train_check(case: Case, got, expected) -> str | None:
     return None
 
 
+# --- exercise 5: the sampling loop ------------------------------------------------------------------------
+def sample_cases(g: torch.Generator) -> list[Case]:
+    def case(V, d_model, num_heads, num_layers, d_ff, prompt_len, n_new, temperature, label):
+        p = _model_params(g, V, d_model, num_heads, num_layers, d_ff)
+        for name in p:  # sharper attention than at initialisation: a missing causal mask then changes the text
+            if name == "embed.weight" or name.endswith("proj.weight"):
+                p[name] = 5 * p[name]
+        prompt = torch.randint(V, (prompt_len,), generator=g)
+        return Case((p, num_heads, prompt, n_new, temperature, _seed(g)), label=label)
+
+    return [
+        case(11, 16, 2, 2, 32, 3, 24, 0.0, "greedy (temperature 0), 2 blocks, 24 new tokens"),
+        case(9, 24, 3, 3, 16, 1, 40, 0.7, "temperature 0.7, 3 blocks, a one-token prompt, 40 new tokens"),
+        case(13, 16, 2, 2, 32, 5, 40, 1.5, "temperature 1.5, 2 blocks, 40 new tokens"),
+    ]
+
+
+def sample_reference(p, num_heads, prompt_ids, n_new, temperature, seed):
+    V, d_model = p["embed.weight"].shape
+    num_layers = len({name.split(".")[1] for name in p if name.startswith("layers.")})
+    d_ff = p["layers.0.linear1.weight"].shape[0]
+    model = qkv.TinyTransformer(V, d_model, num_heads, num_layers, d_ff, max_len=64, impl="explicit").double()
+    model.load_state_dict(p)
+    return sample(model.eval(), prompt_ids, n_new, temperature, generator=torch.Generator().manual_seed(seed))
+
+
 SPEC = LabSpec(
     lab="tiny_transformer",
     items=(
@@ -279,6 +321,18 @@ SPEC = LabSpec(
             helpers=HELPERS,
             check=train_check,
             describe=f"the trained model reverses at least {THRESHOLD:.0%} of the tokens of new sequences",
+        ),
+        Item(
+            "test_sample",
+            2,
+            "sample",
+            sample_cases,
+            sample_reference,
+            atol=0.0,
+            forbid=(*FORBID, "qkv.decoder.sample"),
+            call=sample_and_return,
+            helpers=HELPERS,
+            describe="the ids of greedy writing and of seeded draws from softmax(last scores / T), the prompt first",
         ),
         Manual("written_positions", 3, title="Why reversal needs positions, and no causal mask"),
     ),
