@@ -27,6 +27,9 @@ Registered in _config.yml under `sphinx.local_extensions`. It does these small t
    ``assets/qkv/widgets-config.js`` copies the text onto every image the manager puts inside it.
 6. **Accessibility fixes for the theme's markup** (``assets/qkv/a11y.js``, on every page): names that differ from
    the visible text, decorative icons with titles, slider handles without a name; see that file.
+7. **No widget state without a widget.** A page whose sliders live only in the notebook (their cell removed from
+   the page, a glued figure shown instead) still carries the executed notebook's widget state, which myst-nb
+   embeds whatever the page shows; the widget manager then loads for nothing. Such a page drops the state.
 """
 
 from __future__ import annotations
@@ -105,6 +108,17 @@ def dedupe_scripts(app: Sphinx, pagename: str, templatename: str, context: dict,
 
 
 WIDGET_VIEW = '<script type="application/vnd.jupyter.widget-view+json">'
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def drop_unused_widget_state(app: Sphinx, pagename: str, templatename: str, context: dict, doctree: Any) -> None:
+    """Item 7: the widget state of a page that shows no widget view is not written."""
+    scripts = context.get("script_files")
+    if not scripts or WIDGET_VIEW in str(context.get("body", "")):
+        return
+    kept = [s for s in scripts if (getattr(s, "attributes", {}) or {}).get("type") != WIDGET_STATE]
+    if len(kept) != len(scripts):
+        scripts[:] = kept  # in place, as dedupe_scripts does
 
 
 def widget_alt_text(app: Sphinx, doctree: nodes.document) -> None:
@@ -130,4 +144,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("doctree-read", widget_alt_text)
     # Late, after the extensions that add per-page scripts (MathJax, myst-nb's widget scripts) have run.
     app.connect("html-page-context", dedupe_scripts, priority=900)
+    app.connect("html-page-context", drop_unused_widget_state, priority=901)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
