@@ -25,6 +25,7 @@ import tempfile
 import time
 import urllib.request
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from browser_support import REPO, SCREENSHOTS
@@ -119,8 +120,12 @@ def hub():
         yield base, state, passwords
     finally:
         proxy = (state / "proxy.pid").read_text().strip() if (state / "proxy.pid").exists() else ""
-        _stop(server.pid, 300)  # the hub stops every user's server, then the proxy
-        server.wait(timeout=10)
+        server.terminate()  # the hub stops every user's server, then the proxy
+        try:
+            server.wait(timeout=300)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
         log.close()
         left = _processes_of(uids) + ([int(proxy)] if proxy and Path(f"/proc/{proxy}").exists() else [])
         for pid in left:
@@ -154,6 +159,8 @@ def answers() -> dict[int, str]:
 
 
 CELLS = ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell"
+# The chapter the lab links ("Read first"): its first heading, the chapter notebook's title.
+CHAPTER_TITLE = json.loads((REPO / "chapters" / f"{LAB}.ipynb").read_text())["cells"][0]["source"][0].strip("# \n")
 ALL_RAN_JS = r"""
 () => {
   const cells = Array.from(document.querySelectorAll(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-CodeCell"));
@@ -188,6 +195,8 @@ def log_in(page, base: str, name: str, password: str) -> str:
 def save(page) -> None:
     """File > Save, then wait until the notebook's tab no longer shows unsaved changes (two saves in flight at once
     make JupyterLab ask whether to overwrite the file)."""
+    # Save acts on JupyterLab's current widget, which only a click or a keystroke in it makes current.
+    page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab[title*='labs/']", has_text=f"{LAB}.ipynb").click()
     page.locator(".lm-MenuBar-item", has_text=re.compile(r"^File$")).click()
     page.locator('.lm-Menu-item[data-command="docmanager:save"]').click()  # Ctrl+S needs the focus in the page
     page.wait_for_function(
@@ -209,10 +218,26 @@ def wait_for_kernel(page, user_url: str, path: str) -> None:
     raise AssertionError(f"the kernel of {path} never became idle")
 
 
+def read_first(page) -> None:
+    """Click the lab's "Read first" link: JupyterLab opens the chapter beside the labs (~/chapters) in a new tab,
+    whose notebook shows the chapter's title; then close that tab, back to the lab."""
+    link = page.locator(f"{CELLS} a", has_text=CHAPTER_TITLE).first
+    assert link.get_attribute("href") == f"../../chapters/{LAB}.ipynb"
+    link.click()
+    chapter_tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-current[title*='chapters/']")
+    chapter_tab.wait_for(timeout=120 * MS)
+    heading = re.compile("^" + re.escape(CHAPTER_TITLE))  # not the lab's "Lab: attention as a soft lookup"
+    page.locator(f"{CELLS} h1", has_text=heading).first.wait_for(timeout=120 * MS)
+    chapter_tab.locator(".lm-TabBar-tabCloseIcon").click()
+    chapter_tab.wait_for(state="detached", timeout=60 * MS)
+
+
 def work_the_lab(page, user_url: str, solved: dict[int, str]) -> str:
-    """Open the fetched lab, type the answers in `solved`, save, run every cell, Validate; the validation's text."""
-    page.goto(f"{user_url}lab/tree/{LAB}/{LAB}.ipynb", wait_until="load")
+    """Open the fetched lab, open its chapter from the "Read first" link, type the answers in `solved`, save, run
+    every cell, Validate; the validation's text."""
+    page.goto(f"{user_url}lab/tree/labs/{LAB}/{LAB}.ipynb", wait_until="load")
     page.wait_for_selector(CELLS, timeout=START_S * MS)
+    read_first(page)
     for index, code in solved.items():
         cell = page.locator(CELLS).nth(index)
         if "jp-MarkdownCell" in (cell.get_attribute("class") or ""):
@@ -228,7 +253,7 @@ def work_the_lab(page, user_url: str, solved: dict[int, str]) -> str:
         "?.getAttribute('data-status') === 'idle'",
         timeout=START_S * MS,
     )
-    wait_for_kernel(page, user_url, f"{LAB}/{LAB}.ipynb")
+    wait_for_kernel(page, user_url, f"labs/{LAB}/{LAB}.ipynb")
     page.locator(".lm-MenuBar-item", has_text=re.compile(r"^Run$")).click()
     page.locator('.lm-Menu-item[data-command="runmenu:run-all"]').click()
     page.wait_for_function(ALL_RAN_JS, timeout=RUN_S * MS, polling=500)
@@ -265,7 +290,7 @@ def test_course_on_the_hub(hub, browser_context):
             open_assignments(page)
             button(page, "#released_assignments_list", "Fetch").click()
             button(page, "#fetched_assignments_list", "Submit").wait_for(timeout=120 * MS)
-            assert (home / name / LAB / f"{LAB}.ipynb").is_file()
+            assert (home / name / "labs" / LAB / f"{LAB}.ipynb").is_file()  # hub/jupyter/nbgrader_config.py
 
             validation = work_the_lab(page, user_url, work[name])
             if work[name] == solutions:
@@ -273,7 +298,7 @@ def test_course_on_the_hub(hub, browser_context):
             else:
                 assert "The following cell failed:" in validation, validation
 
-            check = H.as_user(name, state, ["qkv", "check", LAB, f"{LAB}.ipynb"], cwd=home / name / LAB)
+            check = H.as_user(name, state, ["qkv", "check", LAB, f"{LAB}.ipynb"], cwd=home / name / "labs" / LAB)
             total = re.search(r"^total: (\S+) / (\S+) autograded points$", check.stdout, re.M)
             if check.returncode or not total:
                 late.append(f"qkv check as {name}: {check.returncode} {check.stdout[-500:]}{check.stderr[-500:]}")
@@ -290,7 +315,7 @@ def test_course_on_the_hub(hub, browser_context):
             page.close()
 
     # Two students cannot read each other's work: not the home, not the exchange's list of submissions.
-    other = home / H.STUDENTS[0] / LAB / f"{LAB}.ipynb"
+    other = home / H.STUDENTS[0] / "labs" / LAB / f"{LAB}.ipynb"
     inbound = state / "exchange" / H.COURSE_ID / "inbound"
     for target, call in ((other, "open"), (inbound, "os.listdir")):
         probe = H.as_user(H.STUDENTS[1], state, ["python", "-c", f"import os; {call}({str(target)!r})"], cwd=home)
@@ -338,8 +363,8 @@ def test_course_on_the_hub(hub, browser_context):
             open_assignments(page)
             button(page, "#submitted_assignments_list", "Fetch Feedback").click()
             page.locator("#submitted_assignments_list", has_text="(view feedback)").wait_for(timeout=120 * MS)
-            (html,) = (home / name / LAB / "feedback").glob(f"*/{LAB}.html")
-            page.goto(f"{user_url}files/{html.relative_to(home / name)}", wait_until="load")
+            (html,) = (home / name / "labs" / LAB / "feedback").glob(f"*/{LAB}.html")
+            page.goto(f"{user_url}files/{quote(str(html.relative_to(home / name)))}", wait_until="load")
             shown = page.inner_text("body")
             assert f"{float(grades[name]['total']):g}" in shown and LAB in shown, shown[:500]
             page.screenshot(path=str(SCREENSHOTS / "hub" / f"{name}-feedback.png"), full_page=True)
