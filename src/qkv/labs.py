@@ -29,7 +29,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Workspace", "check", "copy_workspace", "generate", "lab_ids"]
+__all__ = ["Workspace", "chapters_folder", "check", "copy_workspace", "generate", "lab_ids", "linked_chapters"]
 
 SOURCE, RELEASE, CHAPTERS = "solutions", "labs", "chapters"
 # A lab's link to a chapter, as the solutions write it (from labs/<id>/ to the book's chapters/).
@@ -212,10 +212,18 @@ def new_name(path: Path) -> Path:
     return path.with_name(f"{path.stem}.new{path.suffix}")
 
 
-def copy_workspace(course: Path, dest: Path, update: list[str] | None = None, edition: str = "en") -> Workspace:
-    """Copy each lab into ``dest`` for a student, never overwriting a copy already there.
+def chapters_folder(edition: str) -> str:
+    """Where an edition's labs find the chapters they link, in the course's shape: ``chapters`` beside ``labs/``
+    for English, ``labs/zh/chapters`` for Chinese (see the module's docstring)."""
+    return CHAPTERS if edition == "en" else f"{EDITIONS[edition][0]}/{CHAPTERS}"
 
-    ``dest/.qkv-labs.json`` records the sha256 of each course file when it was copied. A file whose course
+
+def copy_workspace(course: Path, dest: Path, update: list[str] | None = None, edition: str = "en") -> Workspace:
+    """Copy each lab of ``edition`` into ``dest`` for a student, in the course's shape (``dest/labs/<lab>/``,
+    ``dest/labs/zh/<lab>/``), with the chapters its labs link where their "Read first" links find them
+    (:func:`chapters_folder`); never overwriting a copy already there.
+
+    ``dest/.qkv-labs.json`` records the sha256 of each course file when it was copied. A lab's file whose course
     version has changed since is listed in ``updated`` (nothing is written); for the labs in ``update``, the
     new version is written next to the student's copy as ``<name>.new.<ext>`` (never over an existing one)
     and recorded, so that the notice stops. Copies made before the record existed are taken as current.
@@ -228,11 +236,19 @@ def copy_workspace(course: Path, dest: Path, update: list[str] | None = None, ed
     if unknown:
         raise ValueError(f"unknown lab(s) {', '.join(unknown)}; the labs are: {', '.join(known)}")
     done = Workspace()
+    folder = EDITIONS[edition][0]
+    for chapter in linked_chapters(course):
+        src = Path(course) / chapters_folder(edition) / f"{chapter}.ipynb"
+        out = dest / chapters_folder(edition) / src.name
+        if src.is_file() and not out.exists():  # the book's pages: copied once, then the student's like the labs
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, out)
+            done.copied.append(out)
     for lab in known:
-        src, target = Path(course) / EDITIONS[edition][0] / lab, dest / lab
+        src, target = Path(course) / folder / lab, dest / folder / lab
         for f in sorted(p for p in src.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts):
             rel = f.relative_to(src)
-            out, key, sha = target / rel, f"{lab}/{rel.as_posix()}", _sha256(f)
+            out, key, sha = target / rel, f"{folder}/{lab}/{rel.as_posix()}", _sha256(f)
             if not out.exists():
                 out.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(f, out)
