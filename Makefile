@@ -1,6 +1,6 @@
 # The README's commands. Everything a fresh clone needs is installed from here.
 #   make book   build the HTML book into _build/html
-#   make test   every test (CI runs this through .ci/run)
+#   make test   every test (CI runs this through .ci/run); `make test LAB=<id>` only those about one lab
 #   make lab    JupyterLab on a private copy of the labs (work/), in its own venv (.venv-lab: no book or test tools);
 #               `make lab EDITION=zh` for the Chinese labs
 #   make dist   the wheel and sdist into dist/
@@ -34,6 +34,7 @@ help:
 	@echo "make book   build the book into _build/html"
 	@echo "make check  lint, format check and the library's fast unit tests (under a minute)"
 	@echo "make test   run every test (unit, property, notebooks, book build, grader, browser)"
+	@echo "make test LAB=soft_lookup  only the tests about one lab (its spec, self-checks, corpus, variants, notebooks)"
 	@echo "make lab    open JupyterLab on your own copy of the labs in work/ (installs only what the labs need)"
 	@echo "make dist   build the wheel and sdist into dist/"
 	@echo "make hub-demo  a JupyterHub course with an instructor and three students on 127.0.0.1:8000 (as root)"
@@ -93,16 +94,22 @@ i18n: $(STAMP) vendor
 # --- end of the two editions' targets
 
 # One thread per pytest worker (and per kernel it starts): $(JOBS) workers share the cores without oversubscribing them.
-# Lint and format check (ruff, ruff.toml) and the library's fast unit tests: under a minute, run first by CI.
+# Lint and format check (ruff, ruff.toml), types (mypy over src/, pyproject's [tool.mypy]) and the library's fast unit
+# tests: under a minute, run first by CI.
 FAST_TESTS := tests/test_attention.py tests/test_masks.py tests/test_multihead.py tests/test_positional.py \
-	tests/test_chunked.py tests/test_encoder.py tests/test_errors.py tests/test_properties.py tests/test_docstrings.py
+	tests/test_chunked.py tests/test_encoder.py tests/test_errors.py tests/test_properties.py tests/test_docstrings.py \
+	tests/test_lab_lists.py
 check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check src tests benchmarks tools _ext
+	$(BIN)/mypy
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(FAST_TESTS)
 
-test: $(STAMP) system book
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadscope --nbval-lax --nbval-current-env -m "not hub"
+# LAB=<id>: only the tests about that lab (tests/conftest.py's --lab), without the book build and the browser tests
+# that read it (after `make book`: `.venv/bin/python -m pytest -m browser --lab <id>`).
+test: $(STAMP) system $(if $(LAB),,book)
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadscope --nbval-lax --nbval-current-env \
+	  $(if $(LAB),-m "not hub and not browser" --lab $(LAB),-m "not hub")
 
 # --- The JupyterHub course (hub/README.md): JupyterHub in its own venv (hub/requirements-hub.txt, hashed),
 # configurable-http-proxy from npm (hub/package-lock.json, apart from the book's assets), local users created by hub/course_hub.py (root only).

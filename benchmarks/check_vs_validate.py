@@ -29,8 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, machine, median, table, write_json
 
 from qkv.grading.testing import COURSE, completed_lab
+from qkv.labs import lab_ids
 
-LABS = sorted(p.name for p in (COURSE / "labs").iterdir() if p.is_dir() and p.name != "zh")
+LABS = lab_ids(COURSE)
 BIN = Path(sys.executable).parent
 
 

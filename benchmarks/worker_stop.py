@@ -19,9 +19,10 @@ from pathlib import Path
 from _common import RESULTS, machine, median, table, write_json
 
 from qkv.grading import sandbox
+from qkv.grading.limits import Limits
 from qkv.grading.testing import COURSE
 
-JOB = {"cells": ["x = 1 + 1"], "items": [], "timeout": 30, "memory_mb": 1024}
+JOB = {"cells": ["x = 1 + 1"], "items": [], "limits": Limits(30, 1024).to_job()}
 
 
 def main() -> None:

@@ -1,8 +1,10 @@
-"""Shared fixtures: the devices to test on (the CPU, and CUDA where a GPU exists), and a fresh seed per test."""
+"""Shared fixtures: the devices to test on (the CPU, and CUDA where a GPU exists), and a fresh seed per test; the
+``--lab LAB`` option (``make test LAB=...``), which keeps only the tests about one lab."""
 
 import os
 import random
 import secrets
+from pathlib import Path, PurePosixPath
 
 import numpy as np
 import pytest
@@ -25,3 +27,44 @@ def _fresh_seed():
     random.seed(seed)
     np.random.seed(seed)
     print(f"random inputs drawn with QKV_SEED={seed}")
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--lab",
+        metavar="LAB",
+        help="only the tests about one lab: its spec test (test_spec_LAB.py), its notebooks (labs/LAB/, "
+        "labs/zh/LAB/, solutions/LAB/) and every test parametrized by the lab or by a path in its folders",
+    )
+
+
+def about_lab(item: pytest.Item, lab: str) -> bool:
+    """Whether ``item`` is about ``lab``: read from where it lives and what it is parametrized by, so that a new
+    test of a lab (or a new lab) needs no list. A chapter that shares a lab's name (chapters/masks) is not the lab."""
+    path = Path(item.path).resolve()
+    if path.stem == f"test_spec_{lab}" or lab in path.relative_to(ROOT).parts[:-1]:
+        return True
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return False
+    for token in callspec.id.split("-"):
+        parts = PurePosixPath(token).parts
+        if token == lab or lab in parts[:-1]:
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(config, items):
+    lab = config.getoption("--lab")
+    if not lab:
+        return
+    from qkv.labs import lab_ids
+
+    if lab not in lab_ids(ROOT):
+        raise pytest.UsageError(f"--lab {lab}: no such lab (labs: {', '.join(lab_ids(ROOT))})")
+    keep = [item for item in items if about_lab(item, lab)]
+    config.hook.pytest_deselected(items=[item for item in items if not about_lab(item, lab)])
+    items[:] = keep

@@ -20,7 +20,7 @@ from fontTools.ttLib import TTFont
 from matplotlib.text import Text
 
 import qkv
-from qkv import diagrams, i18n
+from qkv import diagrams, figures, i18n
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -144,7 +144,7 @@ def test_the_catalog_is_complete_compiled_and_drawn_by_the_shipped_font():
     translated = {str(m.id): str(m.string) for m in CATALOG if m.id and m.string and not m.fuzzy}
     assert labels == set(translated)
     assert TOOL.compiled_stale(TOOL.DIAGRAMS, TOOL.diagrams_mo()) == ""
-    cmap = TTFont(diagrams.CJK_FONT).getBestCmap()
+    cmap = TTFont(figures.CJK_FONT).getBestCmap()
     latin = matplotlib.ft2font.FT2Font(matplotlib.font_manager.findfont("DejaVu Sans")).get_charmap()
     missing = {c for text in translated.values() for c in text if ord(c) not in cmap and ord(c) not in latin}
     assert not missing, f"run `tools/i18n.py diagrams`: the font lacks {sorted(missing)}"

@@ -139,6 +139,19 @@ def test_finished_english_lines_read_back_into_chinese():
     assert en.text(line) == line
 
 
+def test_a_wrong_entry_of_a_returned_tuple_reads_naturally_in_chinese():
+    """A function returning a tuple: the grader names the entry of the return value (review of issue 22:
+    「结果的第 1 个值」 read badly), and the nesting reads outside in."""
+    compare = importlib.import_module("qkv.grading.compare").compare
+    import numpy as np
+
+    english = compare([np.zeros(2), np.zeros(3)], [np.zeros(2), np.zeros((3, 1))], 1e-6, 1e-6)
+    assert english == "value 2 of the result has shape (3,); expected (3, 1)"
+    chinese = M.translator("zh").text(english)
+    assert chinese == "返回值中的第 2 项的形状是 (3,)；应为 (3, 1)", chinese
+    assert "个值" not in chinese
+
+
 # ---------------------------------------------------------------------------------------------- pages
 
 

@@ -16,6 +16,7 @@ the new English, and `check` fails until a translator confirms it. See locales/R
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import re
 import shutil
@@ -40,9 +41,15 @@ WIDTH = 100
 # The grader's messages (qkv.grading.messages): one more catalog beside the book's, compiled for the wheel.
 GRADER = "grader"
 # The diagrams' labels (qkv.diagrams, every `_("...", language)`): one more catalog, compiled for the package, and
-# the subset of Noto Sans CJK SC (OFL 1.1, Debian's fonts-noto-cjk) that draws exactly the characters it uses.
+# a subset of Noto Sans CJK SC (OFL 1.1, Debian's fonts-noto-cjk) that draws them and all of GB 2312 (below).
 DIAGRAMS = "diagrams"
 CJK_SOURCE = (Path("/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc"), 2)  # font 2 of the collection: SC
+# GB 2312's rows: its symbols and full-width forms (rows 1-9), level 1 (3,755 common hanzi, rows 16-55) and level 2
+# (3,008 more, rows 56-87): every character of everyday simplified Chinese, so that a student's own plot with Chinese
+# labels draws too (qkv.figures.use_cjk_font). About 1.5 MB; level 1 alone would be 0.86 MB.
+GB2312_ROWS = (range(0xA1, 0xAA), range(0xB0, 0xF8))
+# matplotlib's warning for a character no font of the figure's family list draws (the figure shows a box).
+GLYPH_MISSING = re.compile(r"Glyph \d+ \(.*?\) missing from (?:current )?font")
 PLACEHOLDER = re.compile(r"\{(\w*)\}")
 TAG = re.compile(r"</?\w+>")
 
@@ -359,38 +366,74 @@ def grader(args: argparse.Namespace) -> int:
 
 
 def diagrams_template() -> Catalog:
-    """Every label of qkv.diagrams: the first argument of each `_()` call, found by Babel's Python extractor."""
-    from babel.messages.extract import extract_from_file
+    """Every figure label: the first argument of each `_()` call in qkv.diagrams and in the chapters' code cells
+    (their figures.glue drawings), found by Babel's Python extractor."""
+    from babel.messages.extract import extract
 
-    source = ROOT / "src" / "qkv" / "diagrams.py"
+    sources = [(ROOT / "src" / "qkv" / "diagrams.py").read_text()]
+    for page in sorted((ROOT / "chapters").glob("*.ipynb")):
+        for cell in json.loads(page.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                code = "".join(cell["source"])
+                sources.append(re.sub(r"(?m)^\s*[%!].*$", "", code))  # magics and shell lines are not Python
     template = Catalog(project="qkv")
-    for _line, text, _comments, _context in extract_from_file("python", source, keywords={"_": (1,)}):
-        template.add(text)  # no line numbers: an edit elsewhere in the module does not touch every entry
+    for source in sources:
+        for _line, text, _comments, _context in extract("python", io.BytesIO(source.encode()), keywords={"_": (1,)}):
+            template.add(text)  # no line numbers: an edit elsewhere in a page does not touch every entry
     return template
 
 
 def diagrams_mo(language: str = LANGUAGE) -> Path:
-    from qkv import diagrams
+    from qkv import figures
 
-    return diagrams.LOCALE_DIR / language / "LC_MESSAGES" / f"{diagrams.DOMAIN}.mo"
+    return figures.LOCALE_DIR / language / "LC_MESSAGES" / f"{figures.DOMAIN}.mo"
+
+
+def gb2312_characters() -> str:
+    """Every character of GB 2312 (decoded row by row with Python's codec; unassigned cells skipped)."""
+    out = []
+    for row in (r for rows in GB2312_ROWS for r in rows):
+        for cell in range(0xA1, 0xFF):
+            try:
+                out.append(bytes([row, cell]).decode("gb2312"))
+            except UnicodeDecodeError:
+                pass
+    return "".join(out)
 
 
 def cjk_characters(catalog: Catalog) -> str:
-    """The characters of the current translations that the Latin font (DejaVu Sans) does not draw."""
+    """The characters of the current translations and of GB 2312 that the Latin font (DejaVu Sans) does not draw."""
     from matplotlib import font_manager
     from matplotlib.ft2font import FT2Font
 
     latin = FT2Font(font_manager.findfont("DejaVu Sans")).get_charmap()
-    text = "".join(str(m.string) for m in catalog if m.id and m.string and not m.fuzzy)
+    text = "".join(str(m.string) for m in catalog if m.id and m.string and not m.fuzzy) + gb2312_characters()
     return "".join(sorted({c for c in text if ord(c) not in latin}))
 
 
+def rename_font(font, family: str) -> None:
+    """A subset is a modified font: it gets a family name of its own (the OFL reserves 'Source'), so that matplotlib
+    takes this file, not a system-wide Noto Sans CJK SC that draws characters the subset lacks."""
+    postscript = family.replace(" ", "") + "-Regular"
+    names = {1: family, 3: f"{postscript};subset", 4: f"{family} Regular", 6: postscript, 16: family, 17: "Regular"}
+    for record in list(font["name"].names):
+        if record.nameID in names:
+            font["name"].setName(
+                names[record.nameID], record.nameID, record.platformID, record.platEncID, record.langID
+            )
+    cff = font["CFF "].cff
+    cff.fontNames = [postscript]
+    for key, value in (("FullName", f"{family} Regular"), ("FamilyName", family)):
+        if hasattr(cff.topDictIndex[0], key):
+            setattr(cff.topDictIndex[0], key, value)
+
+
 def diagrams(args: argparse.Namespace) -> int:
-    """The diagrams' labels into their catalog and .mo; the CJK font cut to the characters the labels use."""
+    """The diagrams' labels into their catalog and .mo; the CJK font cut to the labels' characters and GB 2312."""
     from fontTools import subset
     from fontTools.ttLib import TTFont
 
-    from qkv import diagrams as module
+    from qkv import figures as module
 
     catalog = _compile(DIAGRAMS, diagrams_template(), diagrams_mo(args.language), args.language)
     chars = cjk_characters(catalog)
@@ -401,6 +444,7 @@ def diagrams(args: argparse.Namespace) -> int:
     cutter = subset.Subsetter(options)
     cutter.populate(text=chars)
     cutter.subset(font)
+    rename_font(font, module.CJK_FAMILY)
     font.save(module.CJK_FONT)
     print(f"{module.CJK_FONT.relative_to(ROOT)}: {len(chars)} characters, {module.CJK_FONT.stat().st_size:,} bytes")
     return 0
@@ -415,6 +459,23 @@ def glossary_terms() -> list[str]:
             for term in re.findall(r"[\u4e00-\u9fff]{2,}", MATH.sub("", cells[1])):
                 terms.setdefault(term)
     return list(terms)
+
+
+def missing_glyphs(executed: Path) -> list[str]:
+    """Every "Glyph ... missing from font(s)" a notebook printed while the book executed it (the executed copies in
+    ``executed``, hidden cells included): a figure that shows boxes instead of characters."""
+    found = []
+    for path in sorted(executed.rglob("*.ipynb")):
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        for number, cell in enumerate((c for c in cells if c["cell_type"] == "code"), start=1):
+            for output in cell.get("outputs", []):
+                text = output.get("text") or "".join(output.get("traceback", []))
+                text = "".join(text) if isinstance(text, list) else text
+                found += [
+                    f"{path.relative_to(executed)}: code cell {number}: {m.group(0)}"
+                    for m in GLYPH_MISSING.finditer(text)
+                ]
+    return found
 
 
 def build(args: argparse.Namespace) -> int:
@@ -443,6 +504,12 @@ def build(args: argparse.Namespace) -> int:
     )
     if rc:
         return rc
+    # A Chinese figure with boxes for characters fails the edition, as a Sphinx warning would (-W).
+    missing = missing_glyphs(BUILD / EDITION_DIR / "jupyter_execute")
+    for line in missing:
+        print(f"missing glyph: {line}", file=sys.stderr)
+    if missing:
+        return 1
     target = BUILD / "html" / EDITION_DIR
     shutil.copytree(out, target, dirs_exist_ok=True)
     print(f"Chinese edition built in {time.perf_counter() - started:.0f} s: open file://{target / 'index.html'}")

@@ -30,6 +30,8 @@ Registered in _config.yml under ``sphinx.local_extensions``; the Chinese edition
 10. **Diagrams in the edition's language.** A page glues each diagram once per edition (``qkv.diagrams.glue_key``:
    ``name`` and ``name_zh_CN``, drawn in the same cached execution); in a translated build ``{glue:figure} name``
    shows ``name_<language>`` when the page glued one, so the Chinese edition needs no second execution.
+11. **Citation labels and the search box in the edition's language** (``citations.py``): ``（Vaswani 等，2017）``,
+   the notes cited by their Chinese name (``citation_names``), and the theme's search placeholder (``search``).
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ from sphinx.util.nodes import extract_messages
 from sphinx.writers.html5 import HTML5Translator
 
 from qkv.i18n import SUMMARY  # the labs' notebooks are translated with the same messages
+
+from . import citations
 
 HERE = Path(__file__).parent
 LATIN = re.compile(r"[A-Za-z]")
@@ -222,12 +226,17 @@ def configure(app: Sphinx, config: Config) -> None:
         header_end = [header_end]
     if "qkv-language-switch.html" not in header_end:
         options["article_header_end"] = ["qkv-language-switch.html", *header_end]
+    edition = config.qkv_editions.get(config.language or "en", {})
+    if edition.get("search"):
+        options["search_bar_text"] = edition["search"]  # Jupyter Book's "Search this book..."
     config.html_theme_options = options
+    style = citations.register(config.language or "en", edition.get("citation_names", {}))
+    if style and config.bibtex_reference_style == "author_year":
+        config.bibtex_reference_style = style
     config.nb_mime_priority_overrides = [
         *config.nb_mime_priority_overrides,
         *(("gettext", mime, rank) for rank, mime in enumerate(IMAGE_TYPES, start=1)),
     ]
-    edition = config.qkv_editions.get(config.language or "en", {})
     if edition.get("book_title"):
         config.html_title = edition["book_title"]
     prompts = CODE_PROMPTS.get(config.language or "en")

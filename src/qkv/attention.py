@@ -14,7 +14,7 @@ column, ``O = V A'``. Both give the same numbers, transposed.
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Literal, overload
 
 import torch
 import torch.nn.functional as F
@@ -73,6 +73,40 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     return out.to(x.dtype)
 
 
+# What a type checker infers from ``return_weights``: the output alone, or (output, weights).
+@overload
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    scale: float | None = None,
+    return_weights: Literal[False] = False,
+    impl: Impl = "auto",
+) -> torch.Tensor: ...
+@overload
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    scale: float | None = None,
+    return_weights: Literal[True],
+    impl: Impl = "auto",
+) -> tuple[torch.Tensor, torch.Tensor]: ...
+@overload
+def scaled_dot_product_attention(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    scale: float | None = None,
+    return_weights: bool = False,
+    impl: Impl = "auto",
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
 def scaled_dot_product_attention(
     q: torch.Tensor,
     k: torch.Tensor,

@@ -16,13 +16,15 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .grading.limits import GRADE, Limits  # the standard library only: `qkv check` starts as fast
+
 if TYPE_CHECKING:
     from .grading.results import Result
 
 __all__ = ["add_parser", "check_notebook"]
 
 
-def check_notebook(lab: str, notebook: Path, *, course: Path, seed: int = 0, timeout: float = 120.0) -> Result:
+def check_notebook(lab: str, notebook: Path, *, course: Path, seed: int = 0, timeout: float = GRADE.timeout) -> Result:
     """Grade one notebook of ``lab`` as ``qkv grade`` would, without the sandbox; the grader's result."""
     from .grading.command import run_batch
 
@@ -41,8 +43,7 @@ def check_notebook(lab: str, notebook: Path, *, course: Path, seed: int = 0, tim
             Path(tmp) / "out",
             course=course,
             jobs=1,
-            timeout=timeout,
-            memory=4096,
+            limits=Limits.of(timeout, GRADE.memory_mb),
             fresh=True,
             use_sandbox=False,
             seed=seed,
@@ -98,6 +99,8 @@ def add_parser(sub) -> None:
     p.add_argument("notebook", type=Path, help="your notebook, e.g. work/labs/soft_lookup/soft_lookup.ipynb")
     p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
     p.add_argument("--seed", type=int, default=0, help="the seed of the grader's inputs (default 0)")
-    p.add_argument("--timeout", type=float, default=120.0, help="wall-clock seconds for the notebook (default 120)")
+    p.add_argument(
+        "--timeout", type=float, default=GRADE.timeout, help="wall-clock seconds for the notebook (default %(default)g)"
+    )
     p.add_argument("--lang", choices=["en", "zh"], default="en", help="language of the report: en or zh (中文)")
     p.set_defaults(func=_check)

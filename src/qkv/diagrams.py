@@ -10,23 +10,24 @@ through :func:`_` and the catalog ``locales/zh_CN/LC_MESSAGES/diagrams.po``, com
 from __future__ import annotations
 
 import functools
-import gettext
-import io
 import math
 from collections.abc import Sequence
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 import torch
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
+
+if TYPE_CHECKING:
+    from matplotlib.typing import ColorType
+
+from .figures import EDITIONS, glue_key, render, style, translator
 
 __all__ = ["EDITIONS", "Diagram", "convolution", "glue_key", "masks", "multihead", "projections", "rotations"]
 __all__ += ["scaling", "score_matrix", "soft_lookup", "tiles", "transformer_block"]
 
-EDITIONS = ("en", "zh_CN")  # the book's editions: a page glues one figure per edition
-LOCALE_DIR, DOMAIN = Path(__file__).parent / "locale", "qkv_diagrams"
-CJK_FONT, CJK_FAMILY = Path(__file__).parent / "fonts" / "NotoSansCJKsc-qkv-subset.otf", "Noto Sans CJK SC"
 CMAP, CIVIDIS, INK, MUTED = matplotlib.colormaps["viridis"], matplotlib.colormaps["cividis"], "#222222", "#555555"
 
 
@@ -35,24 +36,12 @@ class Diagram(Figure):
     pyplot's inline backend."""
 
     def _repr_png_(self) -> bytes:
-        buffer = io.BytesIO()
-        self.savefig(buffer, format="png", dpi=100, bbox_inches="tight", facecolor="white")
-        return buffer.getvalue()
-
-
-def glue_key(name: str, language: str) -> str:
-    """The glue key of a diagram in one edition: ``name`` in English, ``name_zh_CN`` in Chinese."""
-    return name if language == "en" else f"{name}_{language}"
-
-
-@functools.cache
-def _translations(language: str) -> gettext.NullTranslations:
-    return gettext.NullTranslations() if language == "en" else gettext.translation(DOMAIN, LOCALE_DIR, [language])
+        return render(self)[0]
 
 
 def _(text: str, language: str) -> str:
     """A diagram's label in the given edition's language, from the compiled catalog."""
-    return _translations(language).gettext(text)  # never mixed with $math$: mathtext has no CJK fallback
+    return translator(language)(text)  # never mixed with $math$: mathtext has no CJK fallback
 
 
 def _draws(draw):
@@ -60,14 +49,8 @@ def _draws(draw):
 
     @functools.wraps(draw)
     def wrapper(*args, language: str = "en", **kwargs) -> Figure:
-        _translations(language)  # an unknown edition fails here, before any drawing
-        families = ["DejaVu Sans"]
-        if language != "en":
-            if CJK_FAMILY not in {f.name for f in matplotlib.font_manager.fontManager.ttflist}:
-                matplotlib.font_manager.fontManager.addfont(str(CJK_FONT))
-            families.append(CJK_FAMILY)
-        style = {"font.family": families, "font.size": 11, "axes.unicode_minus": False}
-        with matplotlib.rc_context(style):
+        translator(language)  # an unknown edition fails here, before any drawing
+        with style(language, **{"font.size": 11}):
             return draw(*args, language=language, **kwargs)
 
     return wrapper
@@ -99,7 +82,7 @@ def _arrow(ax, start, end, width=1.5, colour=INK):
     ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=12, lw=width, color=colour))
 
 
-def _canvas(width: float, xlim, ylim) -> tuple[Figure, object]:
+def _canvas(width: float, xlim, ylim) -> tuple[Figure, Axes]:
     """An axes-free drawing in data units, as wide as ``width`` inches and as tall as the limits make it."""
     fig = Diagram(figsize=(width, width * (ylim[1] - ylim[0]) / (xlim[1] - xlim[0]) + 0.2), layout="constrained")
     ax = fig.add_subplot(xlim=xlim, ylim=ylim, aspect="equal")
@@ -243,8 +226,9 @@ def masks(causal: torch.Tensor, local: torch.Tensor, graph: torch.Tensor, *, lan
     fig = Diagram(figsize=(7.2, 2.9), layout="constrained")
     axes = fig.subplots(1, 3)
     titles = (_("causal", language), _("local", language), _("graph", language))
+    shades: list[ColorType] = ["#f0f0f0", CMAP(0.3)]  # blocked, allowed
     for ax, title, m in zip(axes, titles, (causal, local, graph)):
-        ax.imshow(_np(m), cmap=matplotlib.colors.ListedColormap(["#f0f0f0", CMAP(0.3)]), vmin=0, vmax=1)
+        ax.imshow(_np(m), cmap=matplotlib.colors.ListedColormap(shades), vmin=0, vmax=1)
         ax.set_title(title)
         ax.set_xlabel(_("key j", language))
         L, S = m.shape

@@ -150,6 +150,8 @@ class TinyTransformer(nn.Module):
     (torch.Size([3, 7, 10]), torch.Size([2, 3, 2, 7, 7]))
     """
 
+    pe: torch.Tensor  # (max_len, d_model), a buffer: moves with .to() but is not trained
+
     def __init__(
         self,
         vocab_size: int,

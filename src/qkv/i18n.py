@@ -260,7 +260,8 @@ def _literals(source: str) -> list[_Literal]:
             elif tok.string in ")]}" and len(calls) > 1:
                 calls.pop()
             last[:] = [last[1], tok.string]
-    return close() or found
+    close()
+    return found
 
 
 def code_messages(nb: dict) -> list[str]:

@@ -77,6 +77,8 @@ def translated_solutions(course: Path, ids: list[str], edition: str, dest: Path)
     from . import i18n  # only the translated editions need Babel and MyST's tokenizer
 
     language = EDITIONS[edition][1]
+    if language is None:
+        raise ValueError(f"edition {edition!r} is the source, not a translation")
     missing = {}
     for lab in ids:
         shutil.copytree(course / SOURCE / lab, dest / lab, dirs_exist_ok=True)

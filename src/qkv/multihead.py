@@ -112,7 +112,8 @@ class MultiHeadAttention(nn.Module):
         bias = None
         if self.q_proj.bias is not None:
             bias = torch.cat([self.q_proj.bias, self.k_proj.bias, self.v_proj.bias])  # (3*d_model,)
-        return F.linear(x, weight, bias).chunk(3, dim=-1)  # 3 x (B, L, d_model)
+        q, k, v = F.linear(x, weight, bias).chunk(3, dim=-1)  # 3 x (B, L, d_model)
+        return q, k, v
 
     def forward(
         self,
@@ -153,8 +154,11 @@ class MultiHeadAttention(nn.Module):
         q = split_heads(q, self.num_heads)  # (B, H, L, d_k)
         k = split_heads(k, self.num_heads)  # (B, H, S, d_k)
         v = split_heads(v, self.num_heads)  # (B, H, S, d_k)
-        result = scaled_dot_product_attention(q, k, v, mask, return_weights=need_weights, impl=self.impl)
-        out, weights = result if need_weights else (result, None)  # out (B, H, L, d_k)
+        weights: torch.Tensor | None = None
+        if need_weights:
+            out, weights = scaled_dot_product_attention(q, k, v, mask, return_weights=True, impl=self.impl)
+        else:
+            out = scaled_dot_product_attention(q, k, v, mask, impl=self.impl)  # (B, H, L, d_k)
         return self.out_proj(merge_heads(out)), weights  # (B, L, d_model)
 
     @classmethod

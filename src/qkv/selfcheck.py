@@ -42,19 +42,34 @@ HAS_NAN = "{what} contains NaN (first at index {index})"
 NEGATIVE = "{what} has a negative entry ({low}): weights from a softmax are never negative"
 ROW_SUM = "{what} along axis {axis} (one row per query) should sum to 1; the row at {index} sums to {total}"
 NORMALISE = "normalise over the last axis, the keys"
-MESSAGES = (NOT_A_TENSOR, WRONG_SHAPE, NOT_FINITE, DIFFERS, EQUALS_MISTAKE, LIKELY, HAS_NAN, NEGATIVE, ROW_SUM)
+MESSAGES: tuple[str, ...] = (
+    NOT_A_TENSOR,
+    WRONG_SHAPE,
+    NOT_FINITE,
+    DIFFERS,
+    EQUALS_MISTAKE,
+    LIKELY,
+    HAS_NAN,
+    NEGATIVE,
+    ROW_SUM,
+)
 MESSAGES += (NORMALISE,)
 _words: gettext.NullTranslations = gettext.NullTranslations()
 
 
 def use_language(language: str) -> None:
-    """The language of the self-checks' own words: ``"en"`` or a catalog's (``"zh_CN"``)."""
+    """The language of the self-checks' own words: ``"en"`` or a catalog's (``"zh_CN"``). A lab in another
+    language also gets the course's CJK font as matplotlib's fallback, so the student's own plots can say it."""
     global _words
     _words = (
         gettext.NullTranslations()
         if language == "en"
         else gettext.translation(DOMAIN, localedir=LOCALE_DIR, languages=[language])
     )
+    if language != "en":
+        from . import figures  # imports matplotlib: only for a lab that needs the font
+
+        figures.use_cjk_font()
 
 
 def _say(template: str, **params: object) -> str:

@@ -87,6 +87,33 @@ def pattern_images(n: int, *, side: int = 8, noise: float = 0.3, generator: torc
     return images + noise * torch.randn(n, 1, side, side, generator=generator), y
 
 
+def pattern_bayes_logits(x: torch.Tensor, *, noise: float) -> torch.Tensor:
+    """The log-posterior of each pattern given images from :func:`pattern_images`, up to a constant.
+
+    The best any classifier can do: the task's generative model is known (a uniform pattern at a uniform
+    place plus Gaussian noise), so ``p(pattern | image)`` is the sum over places of the Gaussian
+    likelihood, computed exactly. ``argmax`` of the result is the Bayes classifier; its accuracy on many
+    images estimates the Bayes accuracy, the ceiling for every model. Input ``(n, 1, side, side)``,
+    output ``(n, 4)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from qkv.tasks import pattern_bayes_logits, pattern_images
+    >>> x, y = pattern_images(200, noise=0.1, generator=torch.Generator().manual_seed(0))
+    >>> bool((pattern_bayes_logits(x, noise=0.1).argmax(-1) == y).all())
+    True
+    """
+    require(noise > 0, "noise", "a positive float", repr(noise))
+    import torch.nn.functional as F
+
+    patterns = torch.tensor(_PATTERNS, dtype=x.dtype)[:, None]  # (4, 1, 3, 3)
+    # log N(x; T, noise^2 I) = (2 x.T - |T|^2) / (2 noise^2) + terms that do not depend on the pattern
+    match = F.conv2d(x, patterns).flatten(2)  # (n, 4, places): x . T at every place
+    energy = patterns.flatten(1).pow(2).sum(-1)  # (4,): |T|^2
+    return torch.logsumexp((2 * match - energy[:, None]) / (2 * noise**2), dim=-1)  # (n, 4)
+
+
 def pattern_cnn(width: int = 8, num_classes: int = 4):
     """A tiny CNN for :func:`pattern_images`: two 3x3 convolutions, a max over positions, a linear head.
 
@@ -168,12 +195,15 @@ def fit_classifier(
     eval_every: int = 25,
     patience: int = 8,
     seed: int = 0,
+    on_evaluation=None,
 ):
     """Train ``model`` on ``(x, y)`` with AdamW until the validation accuracy stops improving.
 
     Every ``eval_every`` steps the accuracy on ``(x_val, y_val)`` is measured; training stops after
     ``patience`` evaluations without improvement (or at ``max_steps``) and the best weights are restored.
     Minibatches of ``batch`` are drawn with replacement from a generator seeded with ``seed``.
+    ``on_evaluation(model, step, accuracy)``, if given, is called after each evaluation (the model in eval
+    mode): a caller can watch the run, e.g. to see where a shorter patience would have stopped it.
     Returns ``(model, steps)``: the trained model (in eval mode) and the number of steps taken.
 
     Examples
@@ -205,6 +235,8 @@ def fit_classifier(
         model.eval()
         with torch.no_grad():
             acc = (model(x_val).argmax(-1) == y_val).float().mean().item()
+        if on_evaluation is not None:
+            on_evaluation(model, step, acc)
         if acc > best:
             best, best_state, since = acc, copy.deepcopy(model.state_dict()), 0
         else:

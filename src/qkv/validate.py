@@ -8,6 +8,7 @@ silent broadcast). Booleans are refused where a count is expected (``True`` is a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NoReturn
 
 import torch
 
@@ -31,9 +32,13 @@ def shape_of(x: torch.Tensor) -> tuple[int, ...]:
 def require(ok: bool, name: str, expected: str, got: object) -> None:
     """Raise ``ValueError("{name} must be {expected}; got {got}")`` unless ``ok``; a tensor is shown by its shape."""
     if not ok:
-        if isinstance(got, torch.Tensor):
-            got = f"shape {shape_of(got)}"
-        raise ValueError(f"{name} must be {expected}; got {got}")
+        _fail(name, expected, got)
+
+
+def _fail(name: str, expected: str, got: object) -> NoReturn:
+    if isinstance(got, torch.Tensor):
+        got = f"shape {shape_of(got)}"
+    raise ValueError(f"{name} must be {expected}; got {got}")
 
 
 def require_tensor(name: str, x: object, *, min_dim: int = 0, floating: bool = False) -> torch.Tensor:
@@ -56,9 +61,9 @@ def require_tensor(name: str, x: object, *, min_dim: int = 0, floating: bool = F
 def require_int(name: str, n: object, *, minimum: int | None = 1) -> int:
     """Return ``n`` if it is an ``int`` (not a ``bool``) of at least ``minimum`` (``None``: any), else raise ``ValueError``."""
     expected = "an int" if minimum is None else "a positive int" if minimum == 1 else f"an int >= {minimum}"
-    is_int = isinstance(n, int) and not isinstance(n, bool)
-    require(is_int and (minimum is None or n >= minimum), name, expected, repr(n))
-    return int(n)  # type: ignore[arg-type]
+    if isinstance(n, int) and not isinstance(n, bool) and (minimum is None or n >= minimum):
+        return int(n)
+    _fail(name, expected, repr(n))
 
 
 def require_choice(name: str, value: object, choices: Sequence[str]) -> str:

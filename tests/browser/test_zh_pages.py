@@ -26,6 +26,14 @@ def site_url():
         yield url
 
 
+# sphinxcontrib-bibtex's citations: links into the bibliography, with the character just before each (its bracket).
+CITATIONS_JS = r"""
+() => [...document.querySelectorAll("article a.reference.internal[href*='bibliography.html#']")].map((a) => ({
+  text: a.textContent,
+  before: ((a.previousSibling && a.previousSibling.textContent) || "").trim().slice(-1),
+}))
+"""
+
 SWITCH_JS = r"""
 () => {
   const a = document.querySelector("a.qkv-language-switch");
@@ -38,9 +46,25 @@ SWITCH_JS = r"""
     // its accessible name: the label, or (assets/qkv/a11y.js drops a label that differs from it) the visible text
     searchLabel: ((el) => (el ? el.getAttribute("aria-label") || el.textContent : ""))(document.querySelector(".search-button__button")),
     untranslated: document.querySelectorAll(".untranslated").length,
+    searchPlaceholders: [...document.querySelectorAll("input[name='q']")].map((i) => i.placeholder),
   };
 }
 """
+
+
+def edition_words_problems(placeholders: list[str], citations: list[dict]) -> list[str]:
+    """The search box's placeholder and the citation labels in the page's language: on a Chinese page 搜索 and
+    （Vaswani 等，2017）, no "Search", "et al.", square bracket or English name of the course's notes."""
+    problems = []
+    english_words = ("Search", "et al.", "Anonymous")
+    for placeholder in placeholders:
+        if "搜索" not in placeholder or "Search" in placeholder:
+            problems.append(f"search box placeholder not in Chinese: {placeholder!r}")
+    for citation in citations:
+        english = [w for w in english_words if w in citation["text"]] + (["["] if citation["before"] == "[" else [])
+        if english:
+            problems.append(f"citation {citation['before']}{citation['text']!r} has {english}")
+    return problems
 
 
 def check_chinese_page(name, site_url, browser_context):
@@ -53,6 +77,7 @@ def check_chinese_page(name, site_url, browser_context):
             problems.append(f"body font has no CJK font: {info['font']}")
         if "搜索" not in info["searchLabel"]:
             problems.append(f"the theme's search button is not in Chinese: {info['searchLabel']!r}")
+        problems += edition_words_problems(info["searchPlaceholders"], page.evaluate(CITATIONS_JS))
         if info["switchLang"] != "en" or info["switchHref"] != site_url + f"{name}.html":
             problems.append(f"language switch leads to {info['switchHref']} ({info['switchLang']})")
         problems += in_each_theme(page, SCREENSHOTS / "zh", name)
@@ -132,3 +157,23 @@ def test_chinese_search_finds_the_page(word, site_url, browser_context):
         found = page.eval_on_selector_all("#search-results ul.search li a", "(links) => links.map((a) => a.href)")
     assert any(href.split("?")[0].endswith("zh/" + SEARCHES[word]) for href in found), (word, found[:10])
     assert not traffic.problems(), "\n".join(traffic.problems())
+
+
+def test_citations_and_search_box_speak_each_editions_language(site_url, browser_context):
+    """On a page that cites a paper of three authors or more: Chinese labels on the Chinese page; the English page,
+    the same words in English, would fail the Chinese check (so the check can fail)."""
+    name = "chapters/soft_lookup"
+    found = {}
+    for prefix in ("zh/", ""):
+        with opened(browser_context, site_url + f"{prefix}{name}.html") as (page, _):
+            placeholders = page.evaluate(
+                "() => [...document.querySelectorAll(\"input[name='q']\")].map((i) => i.placeholder)"
+            )
+            found[prefix] = (placeholders, page.evaluate(CITATIONS_JS))
+    zh_placeholders, zh_citations = found["zh/"]
+    assert zh_placeholders and zh_citations
+    assert any(" 等" in c["text"] for c in zh_citations), zh_citations
+    assert any(c["before"] == "（" for c in zh_citations), zh_citations
+    assert edition_words_problems(zh_placeholders, zh_citations) == []
+    en_placeholders, en_citations = found[""]
+    assert len(edition_words_problems(en_placeholders, en_citations)) >= 2  # "Search", "et al."

@@ -14,6 +14,7 @@ import pytest
 
 from qkv.grading import sandbox
 from qkv.grading.command import run_batch
+from qkv.grading.limits import Limits
 from qkv.grading.testing import COURSE
 
 ATTACKS = Path(__file__).parent / "attacks"
@@ -118,7 +119,14 @@ def batch(tmp_path_factory):
     (subs / ".hidden.ipynb").write_bytes(SOLUTION)
     (subs / "README.txt").write_text("not a submission")
     results = run_batch(
-        "soft_lookup", subs, out, course=COURSE, jobs=2, timeout=TIMEOUT, memory=1024, seed=7, log=lambda *a, **k: None
+        "soft_lookup",
+        subs,
+        out,
+        course=COURSE,
+        jobs=2,
+        limits=Limits.of(TIMEOUT, 1024),
+        seed=7,
+        log=lambda *a, **k: None,
     )
     return {"results": {r["student"]: r for r in results}, "out": out, "subs": subs, "alive": _uids_alive()}
 
@@ -203,7 +211,7 @@ def test_a_submission_cannot_kill_or_hijack_the_worker(tmp_path):
     try:
         attack = json.loads((ATTACKS / "kill_the_worker.ipynb.json").read_text())
         cells = ["".join(c["source"]) for c in attack["cells"] if c["cell_type"] == "code"]
-        job = {"cells": cells, "items": [], "timeout": TIMEOUT, "memory_mb": 1024}
+        job = {"cells": cells, "items": [], "limits": Limits(TIMEOUT, 1024).to_job()}  # no CPU limits
         pid = worker.proc.pid
         header, raw = worker.run(job)
         assert header["state"] == "exited"

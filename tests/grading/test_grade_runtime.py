@@ -14,7 +14,7 @@ from nbgrader.utils import compute_checksum
 
 from qkv.grading.lab import load_lab, the_courses
 from qkv.grading.standins import _close, tolerant
-from qkv.grading.testing import COURSE
+from qkv.grading.testing import COURSE, completed_lab, grade_notebooks, points
 
 PROBE = r"""
 import json, sys, torch
@@ -34,11 +34,14 @@ cells = {
     5: "def module_route(x):\n    return qkv.attention.softmax(x)\n",
     6: "def frames(x):\n    import sys\n    return sys._getframe().f_back\n",
     7: "explore = torch.softmax(torch.ones(3), 0)\n",
+    8: "def switch(x):\n    with torch._C.DisableTorchFunction():\n        return torch.ops.aten.softmax.int(x, -1)\n",
+    9: "def popped(x):\n    from torch.overrides import _pop_mode_temporarily\n    with _pop_mode_temporarily():\n"
+    "        return torch.ops.aten.softmax.int(x, -1)\n",
 }
 for n, src in cells.items():
     exec(compile(src, f"<cell {n}>", "exec"), ns)
 out = {"cells": list(sent)}
-for name in ("mine", "course", "method", "ops", "module_route", "frames"):
+for name in ("mine", "course", "method", "ops", "module_route", "frames", "switch", "popped"):
     sent.clear()
     wires.escaped.clear()
     wires.item, wires.active = name, {"torch.softmax", "torch.Tensor.softmax", "torch.nn.functional.softmax", "qkv.softmax"}
@@ -65,6 +68,8 @@ def test_a_forbidden_call_counts_only_from_the_students_code_during_a_graded_cal
     assert got["ops"] == {"raised": True, "kinds": ["escape", "forbidden"]}  # around the wrapper: an escape
     assert got["module_route"] == {"raised": True, "kinds": ["forbidden"]}  # the library's own binding is wrapped
     assert got["frames"] == {"raised": False, "kinds": ["escape"]}  # reading frames: seen by the audit hook
+    assert got["switch"]["kinds"] == ["escape"]  # the torch function mode switched off: an escape
+    assert got["popped"]["kinds"] == ["escape"]  # the mode popped off its stack: an escape
     assert got["cells"] == []  # the explore cell (7) ran torch.softmax: nothing is forbidden in the cells
 
 
@@ -109,3 +114,21 @@ def test_helpers_are_compared_with_nesting_shapes_and_tolerance():
     assert not _close(a[None], a, 1e-6, 0)
     assert not _close("text", a, 1e-6, 0)
     assert _close(torch.tensor([True, False]), torch.tensor([1.0, 0.0]), 0, 0)
+
+
+def test_a_forged_locked_cell_hides_its_errors_but_not_its_forbidden_calls(tmp_path):
+    """A checksum is no secret: a student who marks their own cell locked, with a grade id of the lab and a checksum
+    that matches, gets that cell's errors kept out of their feedback (as for a real cell of an earlier release), but
+    a graded call that runs code defined there is judged like any of theirs."""
+    nb = completed_lab("soft_lookup")
+    answer = next(c for c in nb["cells"] if c["metadata"].get("nbgrader", {}).get("grade_id") == "stable_softmax")
+    answer["source"] = "def stable_softmax(scores):\n    return torch.softmax(scores, dim=-1)\n"
+    meta = answer["metadata"]["nbgrader"]
+    meta.update(grade_id="setup", locked=True, solution=False)  # a grade id of the lab, locked like the course's
+    meta["checksum"] = compute_checksum(from_dict(answer))
+    assert the_courses(
+        {"type": "code", "source": answer["source"], "meta": answer["metadata"]}, load_lab("soft_lookup", COURSE)
+    )
+    got = points(grade_notebooks("soft_lookup", {"forger": nb}, tmp_path, jobs=1, use_sandbox=False)["forger"])
+    assert got["test_stable_softmax"] == 0  # torch.softmax, executed by the graded call
+    assert got["test_dot_scores"] == 2 and got["test_cosine_scores"] == 2  # nothing else is charged

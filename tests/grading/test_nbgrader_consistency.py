@@ -16,15 +16,9 @@ from pathlib import Path
 
 from qkv.grading.spec import load_spec
 from qkv.grading.testing import COURSE, grade_across_labs
+from qkv.labs import lab_ids
 
-SPECS = Path(COURSE) / "src" / "qkv" / "grading" / "specs"
-LABS = sorted(
-    p.stem
-    for p in SPECS.glob("*.py")
-    if p.stem != "__init__"
-    and (COURSE / "solutions" / p.stem / f"{p.stem}.ipynb").is_file()
-    and (COURSE / "labs" / p.stem / f"{p.stem}.ipynb").is_file()
-)
+LABS = lab_ids(COURSE)  # each has its spec and its released lab (tests/test_lab_lists.py)
 STUDENTS = {"solution": "solutions", "blank": "labs"}
 
 

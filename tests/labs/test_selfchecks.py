@@ -17,18 +17,10 @@ from english_left import SENTENCE
 from selfcheck_harness import LabRun, bug_table
 
 from qkv import i18n, selfcheck
-from qkv.grading.testing import solution_notebook
+from qkv.grading.testing import COURSE, solution_notebook
+from qkv.labs import lab_ids
 
-LABS = [
-    "soft_lookup",
-    "qkv_scores",
-    "scaling",
-    "multihead",
-    "positional",
-    "masks",
-    "conv_attention",
-    "tiny_transformer",
-]
+LABS = lab_ids(COURSE)  # every lab: a new lab's planted bugs need a MESSAGE or GRADER_ONLY entry, or the test fails
 
 # Mistakes the blank labs let through before (issue 12), in the grader tables' format.
 EXTRA = {

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import functools
 import threading
+from collections.abc import Set
 from dataclasses import dataclass, field
 
 from .magics import python_source
@@ -103,7 +104,7 @@ _PARSE_LOCK = threading.Lock()
 
 def _parse_cells(cells: list[str]) -> list[ast.Module | None]:
     """One tree per cell, None where a cell does not parse (it will not run either)."""
-    trees = []
+    trees: list[ast.Module | None] = []
     for src in cells:
         try:
             with _PARSE_LOCK:
@@ -228,7 +229,7 @@ def _hatches(node: ast.AST, names: set[str]) -> set[str]:
 
 
 def analyse(
-    cells: list[str], function: str, forbid: tuple[str, ...] | list[str], trusted: set[str] = frozenset()
+    cells: list[str], function: str, forbid: tuple[str, ...] | list[str], trusted: Set[str] = frozenset()
 ) -> Finding:
     """What the grader can see, statically, of how the submission defines ``function``.
 

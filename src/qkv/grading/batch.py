@@ -20,15 +20,13 @@ from pathlib import Path
 from . import bwrap, sandbox
 from .atomic import write_atomic
 from .fingerprint import spec_fingerprint
-from .lab import GradeError, Lab, looks_like, the_courses
+from .lab import RELEASED, GradeError, Lab, looks_like, the_courses
+from .limits import GRADE, Limits
 from .magics import python_source
 from .protocol import read_messages
 from .results import Result
 from .scoring import WORKER_FAILED, Prepared, cell_errors, notes, prepare, score, status_of
 from .submissions import Entry, discover, parse_notebook, written_answer
-
-CALL_SHARE = 8  # by default, one graded call may use 1/CALL_SHARE of the time limit in CPU seconds
-CELL_CALLS = 4  # and one cell CELL_CALLS times a call's share: an explore cell that trains is no endless loop
 
 
 def default_jobs() -> int:
@@ -41,9 +39,7 @@ def grade_entry(
     prepared: list[Prepared],
     worker: sandbox.Worker | None,
     *,
-    timeout: float,
-    memory: int,
-    call_timeout: float | None = None,
+    limits: Limits,
 ) -> Result:
     """One student's result: their notebook run by ``worker`` (unused when the entry cannot be graded at all)."""
     res = Result(entry.student, entry.status, entry.note)
@@ -63,15 +59,12 @@ def grade_entry(
     for m in lab.spec.manual:
         res.answers[m.grade_id] = written_answer(cells, lab, m.grade_id)
     code = [c["source"] for c in cells if c["type"] == "code"]
-    own = [not the_courses(c, lab) for c in cells if c["type"] == "code"]  # the cells the student wrote or changed
-    call_timeout = call_timeout or timeout / CALL_SHARE
+    known = [the_courses(c, lab) for c in cells if c["type"] == "code"]
+    own = [not k for k in known]  # the cells the student wrote or changed: their errors are the student's
     job = {
         "cells": [python_source(src) for src in code],  # as IPython runs them (magics, shell escapes)
-        "own": own,
-        "timeout": timeout,
-        "memory_mb": memory,
-        "call_timeout": call_timeout,
-        "cell_timeout": call_timeout * CELL_CALLS,
+        "course": [i for i, k in enumerate(known) if k == RELEASED],  # cells whose code keeps the course's rights
+        "limits": limits.to_job(),
         "items": [
             {
                 "grade_id": p.item.grade_id,
@@ -152,20 +145,18 @@ def grade_folder(
     out: Path,
     *,
     jobs: int | None = None,
-    timeout: float = 120.0,
-    memory: int = 4096,
+    limits: Limits = GRADE,
     fresh: bool = False,
     use_sandbox: bool = True,
     seed: int | None = None,
-    call_timeout: float | None = None,
     log=print,
 ) -> tuple[list[Result], dict]:
     """Every student under ``submissions`` graded, cached in ``out/results``: the results sorted by student, and
     the run's record (``out/run.json``).
 
-    ``timeout``: wall-clock seconds per submission; ``call_timeout``: CPU seconds one graded call may use before
-    it is stopped (default ``timeout / CALL_SHARE``): a looping function costs only its items; one cell may use
-    CELL_CALLS times as much (a cell that runs past it stops the notebook there, charged to that cell).
+    ``limits``: per submission (``Limits.of``): the wall clock, memory, and the CPU time one graded call may use
+    before it is stopped (a looping function costs only its items) and one cell (a cell that runs past it stops
+    the notebook there, charged to that cell).
     ``seed``: the inputs' seed for a new ``out`` (default: random); ``fresh``: forget what ``out`` holds."""
     entries = discover(submissions, lab.lab)
     out = Path(out)
@@ -174,9 +165,9 @@ def grade_folder(
     settings = {
         "spec_sha256": fingerprint,
         "sandbox": "bubblewrap" if use_sandbox else "none",
-        "timeout": timeout,
-        "call_timeout": call_timeout or timeout / CALL_SHARE,
-        "memory_mb": memory,
+        "timeout": limits.timeout,
+        "call_timeout": limits.call_timeout,
+        "memory_mb": limits.memory_mb,
         "students": len(entries),
     }
     run = open_run(out, lab.lab, settings, seed=seed, fresh=fresh)
@@ -209,7 +200,6 @@ def grade_folder(
         f"qkv grade {lab.lab}: {len(entries)} students, {len(entries) - len(todo)} already graded, {len(todo)} to grade (seed {seed})"
     )
     if todo:
-        limits = {"timeout": timeout, "memory": memory, "call_timeout": call_timeout}
         results.update(_pool(lab, prepared, todo, cache, limits, jobs=jobs, use_sandbox=use_sandbox, log=log))
     return [results[s] for s in sorted(results)], run
 
@@ -219,7 +209,7 @@ def _pool(
     prepared: list[Prepared],
     todo: list[tuple[Entry, str]],
     cache: Path,
-    limits: dict,
+    limits: Limits,
     *,
     jobs: int | None,
     use_sandbox: bool,
@@ -242,7 +232,7 @@ def _pool(
                         return
                     entry, key = pending.pop(0)
                 try:
-                    res = grade_entry(entry, lab, prepared, worker, **limits)
+                    res = grade_entry(entry, lab, prepared, worker, limits=limits)
                 except sandbox.SandboxError:
                     raise
                 except Exception as err:  # a bug of ours must not stop the batch: the row says so

@@ -51,7 +51,7 @@ def _runtime_roots() -> list[str]:
     # Site folders that a .pth file added (a venv layered on another, as the JupyterHub course's users' Python).
     roots.update(p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages"))
     roots = {os.path.realpath(r) for r in roots if r and os.path.exists(r)}
-    keep = []
+    keep: list[str] = []
     for r in sorted(roots):
         if r == "/" or r.startswith("/usr/") or r == "/usr":
             continue

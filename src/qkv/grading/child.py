@@ -16,7 +16,7 @@ import os
 import sys
 from contextlib import contextmanager
 
-from .limits import CallTimer, TimeLimit, confine
+from .limits import CallTimer, Limits, TimeLimit, confine
 from .protocol import MAX_LEAF, write_frame
 from .shell import NoInput, Shell
 from .standins import StandIns
@@ -90,14 +90,13 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
     wires = Tripwires(send)
     names = sorted({n for item in job["items"] for n in item["forbid"]})
     wires.install(names)
-    own = job.get("own") or [True] * len(job["cells"])
-    wires.course |= {f"<cell {i + 1}>" for i, mine in enumerate(own) if not mine}  # the course's cells
+    wires.course |= {f"<cell {i + 1}>" for i in job.get("course", [])}  # the released lab's cells
     sys.addaudithook(wires.audit)
     ns = {"__name__": "__main__", "__builtins__": builtins, "display": _quiet_display, "print": _quiet_print}
     shell = ns["get_ipython"] = Shell(ns, send)
     ns["input"] = shell.input
-    timer = CallTimer(float(job.get("call_timeout") or 0))
-    cell_seconds = float(job.get("cell_timeout") or 0)
+    limits = Limits(**job["limits"])
+    timer, cell_seconds = CallTimer(limits.call_timeout), limits.cell_timeout
 
     # Python already: the grader transformed the magics (magics.py); nothing is forbidden in the cells themselves,
     # only graded calls count

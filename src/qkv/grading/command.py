@@ -21,6 +21,7 @@ from .batch import default_jobs, grade_folder
 from .gradebook import record_grades
 from .gradescope import build_bundle
 from .lab import GradeError, load_lab
+from .limits import CALL_SHARE, CELL_CALLS, GRADE, GRADESCOPE, Limits
 from .results import Result
 
 __all__ = ["add_parsers", "run_batch"]
@@ -31,8 +32,8 @@ def run_batch(
 ) -> list[Result]:
     """Grade every student under ``submissions`` into ``out``: the cache, grades.csv, feedback, the manual-grading
     pages and the summary, in ``lang`` (``en`` or ``zh``; results and their cache stay in English). Returns the
-    results, sorted by student. ``options``: those of :func:`.batch.grade_folder` (jobs, timeout, memory, fresh,
-    use_sandbox, seed, call_timeout, log)."""
+    results, sorted by student. ``options``: those of :func:`.batch.grade_folder` (jobs, limits, fresh,
+    use_sandbox, seed, log)."""
     if lang not in M.LANGUAGES:
         raise GradeError(f"unknown language {lang!r}: the grader speaks {', '.join(M.LANGUAGES)}")
     lab = load_lab(lab_id, course)
@@ -56,16 +57,20 @@ def add_parsers(sub) -> None:
     p.add_argument(
         "--jobs", type=int, default=default_jobs(), help="submissions graded in parallel (default: every core)"
     )
-    p.add_argument("--timeout", type=float, default=120.0, help="wall-clock seconds per submission (default 120)")
+    p.add_argument(
+        "--timeout", type=float, default=GRADE.timeout, help="wall-clock seconds per submission (default %(default)g)"
+    )
     p.add_argument(
         "--call-timeout",
         type=float,
         default=None,
         help="CPU seconds one call of a graded function (or of the student's functions from a cell) may use "
-        "(default: --timeout / 8), a whole cell 4 times as much; a function that loops loses only the items "
-        "that call it",
+        f"(default: --timeout / {CALL_SHARE}), a whole cell {CELL_CALLS} times as much; a function that loops loses "
+        "only the items that call it",
     )
-    p.add_argument("--memory", type=int, default=4096, help="memory per submission in MB (default 4096)")
+    p.add_argument(
+        "--memory", type=int, default=GRADE.memory_mb, help="memory per submission in MB (default %(default)d)"
+    )
     p.add_argument("--fresh", action="store_true", help="forget earlier results in --out and draw a new seed")
     p.add_argument(
         "--seed",
@@ -95,14 +100,17 @@ def add_parsers(sub) -> None:
     p.add_argument("--out", type=Path, default=None, help="zip to write (default: <lab>-gradescope.zip)")
     p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
     p.add_argument(
-        "--timeout", type=float, default=300.0, help="wall-clock seconds per submission on Gradescope (default 300)"
+        "--timeout",
+        type=float,
+        default=GRADESCOPE.timeout,
+        help="wall-clock seconds per submission on Gradescope (default %(default)g)",
     )
     p.add_argument(
         "--memory",
         type=int,
-        default=512,
-        help="memory in MB for a submission's own code (default 512: with the kernel's measured peaks, 410-600 MB, "
-        "it fits Gradescope's 1.5 GB container; see benchmarks/gradescope_memory.py)",
+        default=GRADESCOPE.memory_mb,
+        help="memory in MB for a submission's own code (default %(default)d: with the kernel's measured peaks, "
+        "410-600 MB, it fits Gradescope's 1.5 GB container; see benchmarks/gradescope_memory.py)",
     )
     _add_lang(p)
     p.set_defaults(func=_bundle)
@@ -137,12 +145,10 @@ def _grade(args: argparse.Namespace) -> int:
             args.out,
             course=args.course,
             jobs=args.jobs,
-            timeout=args.timeout,
-            memory=args.memory,
+            limits=Limits.of(args.timeout, args.memory, args.call_timeout),
             fresh=args.fresh,
             use_sandbox=not args.no_sandbox,
             seed=args.seed,
-            call_timeout=args.call_timeout,
             lang=args.lang,
             log=log,
         )
@@ -201,12 +207,10 @@ def _gradescope(args: argparse.Namespace, log) -> int:
             Path(tmp) / "out",
             course=args.course,
             jobs=1,
-            timeout=args.timeout,
-            memory=args.memory,
+            limits=Limits.of(args.timeout, args.memory, args.call_timeout),
             fresh=True,
             use_sandbox=use_sandbox,
             seed=args.seed,
-            call_timeout=args.call_timeout,
             log=log,
         )
     write_atomic(args.out / "results.json", reports.gradescope_json(results[0], lab, note, t))
@@ -220,8 +224,7 @@ def _bundle(args: argparse.Namespace) -> int:
             args.lab,
             args.course,
             args.out or Path(f"{args.lab}-gradescope.zip"),
-            timeout=args.timeout,
-            memory=args.memory,
+            limits=Limits.of(args.timeout, args.memory),
             lang=args.lang,
         )
     except GradeError as err:

@@ -29,6 +29,7 @@ from pathlib import Path
 from qkv.labs import EDITIONS, lab_ids
 
 from .lab import GradeError, load_lab
+from .limits import GRADESCOPE, Limits
 from .messages import GS_FAILED, translator
 
 # Top-level packages a submission's notebook needs; pip resolves the rest. Versions come from requirements.lock
@@ -71,7 +72,7 @@ cd "$ROOT/source"
 # interpreter's teardown with torch loaded (seconds per submission).
 "$PY" -c 'import os, sys; from qkv.cli import main; status = main(sys.argv[1:]); sys.stdout.flush(); sys.stderr.flush(); os._exit(status)' \\
     grade {lab} "$ROOT/submission" --out "$ROOT/results" --course "$ROOT/source" \\
-    --gradescope --timeout {timeout} --memory {memory} --lang {lang} --quiet
+    --gradescope --timeout {timeout:g} --memory {memory} --lang {lang} --quiet
 status=$?
 if [ ! -s "$ROOT/results/results.json" ]; then
   echo '{failed}' > "$ROOT/results/results.json"
@@ -199,16 +200,15 @@ def layout(bundle: Path, root: Path, submission: Path) -> dict:
     }
 
 
-def build_bundle(
-    lab: str, course: Path, out: Path, *, timeout: float = 300, memory: int = 512, lang: str = "en"
-) -> Path:
+def build_bundle(lab: str, course: Path, out: Path, *, limits: Limits = GRADESCOPE, lang: str = "en") -> Path:
     """Write the Gradescope autograder zip for ``lab``; returns its path. Deterministic bytes.
 
-    ``timeout`` (seconds) and ``memory`` (MB) are the limits per submission that run_autograder passes to
-    ``qkv grade``; the defaults allow for Gradescope's slow half CPU and fit the container README.txt names.
-    ``lang``: the language of the students' results (``en`` or ``zh``).
+    ``limits``: the wall clock and memory per submission that run_autograder passes to ``qkv grade`` (which
+    derives the CPU limits from them); the defaults allow for Gradescope's slow half CPU and fit the container
+    README.txt names. ``lang``: the language of the students' results (``en`` or ``zh``).
     """
     course = Path(course)
+    timeout, memory = limits.timeout, limits.memory_mb
     if timeout <= 0 or memory <= 0:
         raise GradeError(f"--timeout and --memory must be positive; got {timeout:g} s and {memory} MB")
     if load_lab(lab, course).course is None:  # checks the lab and its spec exist and agree

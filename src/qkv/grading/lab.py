@@ -96,14 +96,16 @@ def records(course: Path) -> dict[Path, str]:
     specs = Path(course) / "src" / "qkv" / "grading" / "specs"
     if not specs.is_dir():
         return {}
-    return {specs / f"{lab}.json": record_text(lab_record(course, lab)) for lab in lab_ids(course)}
+    found = {lab: lab_record(course, lab) for lab in lab_ids(course)}  # lab_ids: the labs with a solution
+    return {specs / f"{lab}.json": record_text(record) for lab, record in found.items() if record is not None}
 
 
 def load_lab(lab: str, course: Path) -> Lab:
     """The lab's spec, checked against its record: the course's solution notebook's nbgrader metadata (trusted: it
     is ours) where the course has it, else the record shipped in the package."""
     course = Path(course)
-    record, home = lab_record(course, lab), course
+    record = lab_record(course, lab)
+    home: Path | None = course
     if record is None:
         record, home = packaged_record(lab), None
     if record is None:
@@ -129,32 +131,38 @@ def load_lab(lab: str, course: Path) -> Lab:
     if home is not None:
         others = {o: _released_cells(course, o) for o in lab_ids(course) if o != lab}
     else:
-        others = {p.stem: set(packaged_record(p.stem)["released"]) for p in RECORDS.glob("*.json") if p.stem != lab}
+        shipped = {p.stem: packaged_record(p.stem) for p in RECORDS.glob("*.json") if p.stem != lab}
+        others = {o: set(r["released"]) for o, r in shipped.items() if r is not None}
     others = {o: cells for o, cells in others.items() if cells}
     return Lab(lab, spec, order, record["prompts"], locked, home, released, others, frozenset(record["ids"]))
 
 
-def the_courses(cell: dict, lab: Lab) -> bool:
-    """Whether a parsed cell (``submissions.parse_notebook``) is the course's, not the student's: a cell of the
-    released lab, or a locked cell of the lab whose nbgrader checksum matches its source (nbgrader's own test of an
-    unchanged cell, so the cells of any release of the lab count, not only the current one's)."""
+RELEASED, CHECKSUM = "released", "checksum"  # how a cell is known as the course's (the_courses)
+
+
+def the_courses(cell: dict, lab: Lab) -> str:
+    """Whether a parsed cell (``submissions.parse_notebook``) is the course's, not the student's: ``RELEASED`` for a
+    cell of the released lab, ``CHECKSUM`` for a locked cell of the lab whose nbgrader checksum matches its source
+    (nbgrader's own test of an unchanged cell, so the cells of any release of the lab count, not only the current
+    one's), "" for the student's. A checksum is no secret (anyone can compute one): such a cell's errors are not
+    the student's, but the code it defines is judged like theirs (``batch``: only released cells keep every right)."""
     if cell["source"].strip() in lab.released:
-        return True
+        return RELEASED
     meta = cell.get("meta")
     nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
     if not isinstance(nbg, dict) or not isinstance(nbg.get("checksum"), str) or nbg.get("grade_id") not in lab.ids:
-        return False
+        return ""
     try:  # nbgrader takes seconds to import: only for a cell of another release
         from nbformat import from_dict
         from nbgrader.utils import compute_checksum, is_locked
     except ImportError:  # a grader installed without nbgrader (qkv[grade] has it): the cell counts as the student's
-        return False
+        return ""
 
     node = from_dict({"cell_type": cell["type"], "source": cell["source"], "metadata": meta})
     try:
-        return is_locked(node) and compute_checksum(node) == nbg["checksum"]
+        return CHECKSUM if is_locked(node) and compute_checksum(node) == nbg["checksum"] else ""
     except (KeyError, TypeError, ValueError, AttributeError):
-        return False
+        return ""
 
 
 def questions(nb: dict) -> dict[str, str]:

@@ -1,9 +1,11 @@
 """The limits a child runs under: resources, privileges, and the CPU time of one cell or one graded call.
 
 Layer: sandbox side, above ``protocol``; runs inside the sandbox, imports only the standard library (nothing of the
-grader). :func:`confine` is the first thing a forked child does; :class:`CallTimer` stops a cell or a call that runs
-past its share of CPU time, and :meth:`CallTimer.retire` retires the student's function that a graded call ran past
-its limit in, so that a looping function costs only the items that call it.
+grader). :class:`Limits` is the one place of a submission's limits, their defaults and the derived CPU limits: the
+grader side builds it, the job carries it as a dict, the sandbox side reads it back. :func:`confine` is the first
+thing a forked child does; :class:`CallTimer` stops a cell or a call that runs past its share of CPU time, and
+:meth:`CallTimer.retire` retires the student's function that a graded call ran past its limit in, so that a looping
+function costs only the items that call it.
 """
 
 from __future__ import annotations
@@ -11,11 +13,41 @@ from __future__ import annotations
 import os
 import resource
 import signal
+from dataclasses import asdict, dataclass
 from time import process_time  # bound here: a cell that patches time.process_time changes nothing
+from types import FrameType
 
 NPROC = 64  # processes (threads included) one submission's uid may have
 MAX_FILE = 64 * 1024 * 1024  # bytes of one file it writes
 MAX_FILES = 256  # open file descriptors
+CALL_SHARE = 8  # by default, one graded call may use 1/CALL_SHARE of the time limit in CPU seconds
+CELL_CALLS = 4  # and one cell CELL_CALLS times a call's share: an explore cell that trains is no endless loop
+
+
+@dataclass(frozen=True)
+class Limits:
+    """One submission's limits. :meth:`of` derives the CPU limits from the wall clock; :data:`GRADE` and
+    :data:`GRADESCOPE` are the commands' defaults. A job carries ``limits.to_job()``; ``Limits(**job["limits"])``
+    reads it back inside the sandbox (a job written by hand may leave the CPU limits out: then there are none)."""
+
+    timeout: float  # wall-clock seconds for the whole notebook (the worker's deadline; CPU time: timeout + 1)
+    memory_mb: int  # MB of address space for the submission's own code, above the worker's own size
+    call_timeout: float = 0.0  # CPU seconds of one graded call, or of one call a cell makes (0: no limit)
+    cell_timeout: float = 0.0  # CPU seconds of one cell in all (0: no limit)
+
+    @classmethod
+    def of(cls, timeout: float, memory_mb: int, call_timeout: float | None = None) -> Limits:
+        """``call_timeout`` by default (None or 0) ``timeout / CALL_SHARE``; a cell ``CELL_CALLS`` times that."""
+        call = call_timeout or timeout / CALL_SHARE
+        return cls(timeout, memory_mb, call, call * CELL_CALLS)
+
+    def to_job(self) -> dict[str, float]:
+        """The plain form a job carries across the sandbox (the worker cannot unpickle the grader's classes)."""
+        return asdict(self)
+
+
+GRADE = Limits.of(120.0, 4096)  # `qkv grade` and `qkv check`
+GRADESCOPE = Limits.of(300.0, 512)  # the Gradescope bundle: with the kernel's measured peak, fits a 1.5 GB container
 
 
 class TimeLimit(BaseException):
@@ -54,9 +86,10 @@ def confine(fd: int, job: dict, cfg: dict) -> int:
         for line in f:
             if line.startswith("VmSize:"):
                 vm_kb = int(line.split()[1])
+    limits = Limits(**job["limits"])
     for lim, value in (
-        (resource.RLIMIT_AS, vm_kb * 1024 + job["memory_mb"] * 1024 * 1024),  # the worker's own size, plus the share
-        (resource.RLIMIT_CPU, int(job["timeout"]) + 1),
+        (resource.RLIMIT_AS, vm_kb * 1024 + limits.memory_mb * 1024 * 1024),  # the worker's own size, plus the share
+        (resource.RLIMIT_CPU, int(limits.timeout) + 1),
         (resource.RLIMIT_NPROC, NPROC),
         (resource.RLIMIT_FSIZE, MAX_FILE),
         (resource.RLIMIT_CORE, 0),
@@ -81,7 +114,8 @@ class CallTimer:
 
     def __init__(self, seconds: float) -> None:
         self.seconds = self.armed = seconds
-        self.start, self.cell, self.watch = 0.0, False, (None, 0.0)
+        self.start, self.cell = 0.0, False
+        self.watch: tuple[FrameType | None, float] = (None, 0.0)  # the outermost call watched, since when
         self.cell_over = False  # the cell's own limit ran out (not one call's)
 
     def _alarm(self, signum, frame):
@@ -98,7 +132,7 @@ class CallTimer:
 
     def arm(self, cell_seconds: float | None = None) -> None:
         self.cell = cell_seconds is not None
-        self.armed = cell_seconds if self.cell else self.seconds
+        self.armed = self.seconds if cell_seconds is None else cell_seconds
         self.start, self.watch, self.cell_over = process_time(), (None, 0.0), False
         if self.armed > 0:
             signal.signal(signal.SIGPROF, self._alarm)  # again each time: the student's code may have changed it
@@ -136,7 +170,7 @@ class CallTimer:
         return {"cell": int(codes[0].co_filename[6:-1]) if codes else None, "function": None}
 
 
-def _outermost_call(frame) -> object | None:
+def _outermost_call(frame: FrameType | None) -> FrameType | None:
     """The frame of the outermost call of a student's function that the running cell made (None: the cell's
     own top level is running, or a library function it called directly)."""
     outer = None
@@ -183,7 +217,7 @@ def _retire(ns: dict, code, why: str, cells: CallTimer | None) -> str | None:
                 raise TimeLimit(why)
             return original(*args, **kwargs)
 
-        stub.retired_code = code  # a stub for cells only is replaced in its turn when a graded call runs past
+        stub.retired_code = code  # type: ignore[attr-defined]  # a stub for cells only is replaced in its turn when a graded call runs past
         return stub
 
     def same(fn) -> bool:

@@ -276,9 +276,9 @@ class Translator:
     def __call__(self, template: str, /, **params: object) -> str:
         return self._tidy(self._catalog.gettext(template).format(**params))
 
-    def status(self, key: str) -> str:
+    def status(self, key: str | None) -> str:
         """A status word (``timeout`` -> ``stopped at the time limit``); an unknown key as it is."""
-        return self._catalog.gettext(STATUS_WORDS[key]) if key in STATUS_WORDS else key
+        return self._catalog.gettext(STATUS_WORDS[key]) if key in STATUS_WORDS else str(key)
 
     def _tidy(self, text: str) -> str:
         """Chinese: no space beside full-width punctuation (a placeholder's text may end in one)."""

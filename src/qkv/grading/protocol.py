@@ -61,7 +61,8 @@ def read_frame(fd: int, deadline: float | None = None) -> bytes:
 def read_messages(raw: bytes) -> list[dict]:
     """The JSON objects framed in ``raw`` (a child's bytes, untrusted): a truncated last frame and anything that is
     not a JSON object are dropped."""
-    msgs, pos = [], 0
+    msgs: list[dict] = []
+    pos = 0
     while pos + LENGTH.size <= len(raw) and len(msgs) < MAX_MESSAGES:
         (n,) = LENGTH.unpack(raw[pos : pos + LENGTH.size])
         body = raw[pos + LENGTH.size : pos + LENGTH.size + n]

@@ -50,16 +50,17 @@ class Reader:
         best = None
         for template, parts in self._templates:
             for params in _matches(english, parts):
-                read = {k: self._param(k, v) for k, v in params.items()}
-                if any(r is None for r in read.values()):
+                maybe = {k: self._param(k, v) for k, v in params.items()}
+                read = {k: r for k, r in maybe.items() if r is not None}
+                if len(read) < len(maybe):
                     continue
                 own = sum(len(lit) for lit, _ in parts)
-                covered = own + sum(r[1] for r in read.values())  # type: ignore[index]
+                covered = own + sum(r[1] for r in read.values())
                 # The reading that covers most; of equal ones, the outermost template that says most
                 # ("value 1 of the result is wrong in ..." is about value 1, not "value 1 of (... is wrong)").
                 if best is None or (covered, own) > best[0]:
-                    filled = {k: r[0] for k, r in read.items()}  # type: ignore[index]
-                    exact = all(r[2] for r in read.values())  # type: ignore[index]
+                    filled = {k: r[0] for k, r in read.items()}
+                    exact = all(r[2] for r in read.values())
                     best = (covered, own), self._gettext(template).format(**filled), exact
         return (best[1], best[0][0], best[2]) if best else None
 

@@ -18,6 +18,7 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from ..labs import EDITIONS
 from . import messages as M
@@ -207,7 +208,7 @@ def summary_html(lab: Lab, results: list[Result] | list[dict], run: dict, manual
             continue
         pts = [r.items[gid].points if gid in r.items else 0.0 for r in results]
         full = sum(p == float(item.points) for p in pts)
-        reasons = Counter()
+        reasons: Counter[str] = Counter()
         for r in results:
             if gid in r.items and r.items[gid].points < r.items[gid].max:
                 lines = r.items[gid].lines
@@ -265,7 +266,7 @@ def write_all(out: Path, lab: Lab, results: list[Result] | list[dict], run: dict
 def gradescope_json(res: Result | dict, lab: Lab, note: str = "", t: Translator = EN) -> str:
     """Gradescope's results.json for one submission (autograded items; written answers are graded there by hand)."""
     res = Result.of(res)
-    tests = []
+    tests: list[dict[str, Any]] = []
     for gid in lab.order:
         if gid not in res.items:
             continue

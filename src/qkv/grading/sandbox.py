@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from .bwrap import BWRAP_HINT, INSIDE, bwrap_command, bwrap_path, python_executable
+from .limits import Limits
 from .protocol import read_frame, write_frame
 
 BASE_UID = 61000  # children run as uid uid_base() + job index (no such user needs to exist)
@@ -210,7 +211,7 @@ class Worker:
                 # and left the result without its items.
                 self.start()
             self._send(pickle.dumps(job))
-            deadline = time.monotonic() + job["timeout"] + 60
+            deadline = time.monotonic() + Limits(**job["limits"]).timeout + 60
             header = json.loads(self._recv(deadline))
             raw = self._recv(deadline)
             return header, raw

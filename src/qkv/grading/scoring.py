@@ -7,6 +7,7 @@ the child reports besides its values (errors, time-outs, tripped wires) is read 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import analysis
@@ -76,15 +77,15 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
         found = analysis.analyse(cells, item.function, item.forbid, trusted)
         for n, (case, exp) in enumerate(zip(p.cases, p.expected)):
             what = f"check {n + 1} ({case.label})" if case.label else f"check {n + 1}"
-            m = cases.get((item.grade_id, n))
-            if m is None:
+            answer = cases.get((item.grade_id, n))
+            if answer is None:
                 fails.append((what, "no result (the notebook stopped, timed out or crashed before this check)"))
                 continue
-            if "error" in m:
-                fails.append((what, _failure(m)))
+            if "error" in answer:
+                fails.append((what, _failure(answer)))
                 continue
             try:
-                got = decode_value(m.get("out"))
+                got = decode_value(answer.get("out"))
             except (ValueError, TypeError, KeyError):
                 fails.append((what, "the result could not be read"))
                 continue
@@ -152,7 +153,7 @@ def _first_line(cells: list[str], n: int) -> str:
     return f"`{line[:57]}...`" if len(line) > 60 else f"`{line}`"
 
 
-def status_of(header: dict, msgs: list[dict], cells: list[str] = ()) -> tuple[str, str]:  # type: ignore[assignment]
+def status_of(header: dict, msgs: list[dict], cells: Sequence[str] = ()) -> tuple[str, str]:
     """The submission's status and the note that explains it, from the worker's header and the child's messages
     (``cells``: the notebook's code cells, to name a cell by its first line)."""
     state = header.get("state")

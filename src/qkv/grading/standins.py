@@ -68,7 +68,7 @@ class StandIns:
         for item in items:
             for source in (item.get("helpers") or {}).values():
                 exec(compile(source, GRADER_FILE, "exec"), self.scope)
-        self.graded = {}  # function name -> the first item that grades it
+        self.graded: dict[str, dict] = {}  # function name -> the first item that grades it
         for item in items:
             self.graded.setdefault(item["function"], item)
         self.verdict: dict[tuple, bool] = {}

@@ -30,12 +30,14 @@ import copy
 import json
 import re
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 
 from . import sandbox
 from .batch import grade_entry
 from .command import run_batch
 from .lab import load_lab
+from .limits import Limits
 from .results import Result
 from .scoring import prepare
 from .submissions import Entry
@@ -108,7 +110,7 @@ def with_replaced(nb: dict, old: str, new: str) -> dict:
 
 def grade_notebooks(
     lab: str,
-    notebooks: dict[str, dict | str | bytes],
+    notebooks: Mapping[str, dict | str | bytes],
     tmp_path: Path,
     *,
     course: Path = COURSE,
@@ -131,11 +133,9 @@ def grade_notebooks(
         Path(tmp_path) / "out",
         course=course,
         jobs=jobs,
-        timeout=timeout,
-        memory=memory,
+        limits=Limits.of(timeout, memory, call_timeout),
         seed=seed,
         use_sandbox=use_sandbox,
-        call_timeout=call_timeout,
         log=lambda *a, **k: None,
     )
     return {r.student: r for r in results}
@@ -167,7 +167,7 @@ def grade_across_labs(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(data)
             results[(lab, student)] = grade_entry(
-                Entry(student, path), info, prepared, worker, timeout=timeout, memory=memory
+                Entry(student, path), info, prepared, worker, limits=Limits.of(timeout, memory)
             )
     finally:
         worker.stop()

@@ -27,6 +27,17 @@ from collections.abc import Callable
 
 GRADER_FILE = "<grader>"  # the file name the spec's own code (calls, stand-ins) is compiled with
 # Audit events that read or rewrite the runtime behind the grader's back, when the student's code raises them.
+# What switches the torch function mode off or steps around it: called from the student's code, an escape.
+MODE_SWITCHES = (
+    "torch._C.DisableTorchFunction",
+    "torch._C.DisableTorchFunctionSubclass",
+    "torch._C._pop_torch_function_stack",
+    "torch._C._set_torch_function_state",
+    "torch._C._set_skip_next_torch_function",
+    "torch._C._skip_one_hop_torch_function",
+    "torch.overrides._pop_mode",
+    "torch.overrides._pop_mode_temporarily",
+)
 ESCAPES = {"sys._getframe", "sys.settrace", "sys.setprofile", "gc.get_referrers", "gc.get_referents", "gc.get_objects"}
 ESCAPE_ATTRS = {"__code__", "tb_frame", "gi_frame", "cr_frame", "ag_frame"}  # object.__getattr__ of these
 OPS_FILE = os.path.join("torch", "_ops.py")
@@ -43,8 +54,8 @@ def _roots() -> tuple[str, ...]:
     paths.add(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     for name in ("torch", "numpy", "qkv"):
         module = sys.modules.get(name)
-        if module is not None and getattr(module, "__file__", None):
-            paths.add(os.path.dirname(os.path.dirname(module.__file__)))
+        if module is not None and (file := getattr(module, "__file__", None)):
+            paths.add(os.path.dirname(os.path.dirname(file)))
     return tuple(sorted({os.path.join(q, "") for p in paths for q in (p, os.path.realpath(p))}))
 
 
@@ -92,12 +103,16 @@ class Tripwires:
 
     # --- the wrappers --------------------------------------------------------------------------------------
     def install(self, names: list[str]) -> None:
-        originals = {}
+        originals: dict[int, tuple[str, object]] = {}
         for dotted in names:
             owner, attr = _resolve_owner(dotted)
             if owner is not None:
                 originals.setdefault(id(getattr(owner, attr)), (dotted, getattr(owner, attr)))
         wrapped = {key: self._wrap(dotted, obj) for key, (dotted, obj) in originals.items()}
+        for dotted in MODE_SWITCHES if names else ():
+            owner, attr = _resolve_owner(dotted)
+            if owner is not None:
+                wrapped.setdefault(id(getattr(owner, attr)), self._switch(dotted, getattr(owner, attr)))
         owners = [m for n, m in list(sys.modules.items()) if n.split(".")[0] in ("torch", "qkv")]
         torch = sys.modules.get("torch")
         if torch is not None:
@@ -127,7 +142,7 @@ class Tripwires:
 
         if isinstance(original, type):
 
-            class Tripwire(original):  # type: ignore[misc, valid-type]
+            class Tripwire(original):
                 def __init__(self, *args, **kwargs):
                     check(sys._getframe(1))
                     super().__init__(*args, **kwargs)
@@ -142,6 +157,19 @@ class Tripwires:
 
         tripwire.__name__ = getattr(original, "__name__", dotted)
         return tripwire
+
+    def _switch(self, dotted: str, original):
+        """``original`` (a mode switch), reporting an escape when the student's own code calls it, in a cell too:
+        a mode switched off in a cell stays off for the graded calls after it."""
+        wires = self
+
+        def switch(*args, **kwargs):
+            if wires._students(sys._getframe(1), False) is not None:
+                wires.escape(dotted.rsplit(".", 1)[-1])
+            return original(*args, **kwargs)
+
+        switch.__name__ = getattr(original, "__name__", dotted)
+        return switch
 
     # --- the torch function mode and the audit hook ---------------------------------------------------------
     def watching(self):

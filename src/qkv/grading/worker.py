@@ -20,7 +20,7 @@ import tempfile
 import time
 
 from .child import run_child, short
-from .limits import become
+from .limits import Limits, become
 from .protocol import read_frame, write_frame
 
 
@@ -113,7 +113,7 @@ def run_job(job: dict, cfg: dict) -> tuple[dict, bytes]:
         finally:
             os._exit(0)
     os.close(w)
-    deadline = start + job["timeout"]
+    deadline = start + Limits(**job["limits"]).timeout
     buf = bytearray()
     state, exit_status = "exited", None
     try:

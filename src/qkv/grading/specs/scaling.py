@@ -184,7 +184,7 @@ def _expected_experiment(d_k_values: tuple[int, ...], num_queries: int, num_keys
     runs = []
     for seed in range(6):
         g = torch.Generator().manual_seed(10_000 + seed)
-        row = {key: [] for key in EXPERIMENT_KEYS}
+        row: dict[str, list[float]] = {key: [] for key in EXPERIMENT_KEYS}
         for d_k in d_k_values:
             q, k = torch.randn(num_queries, d_k, generator=g), torch.randn(num_keys, d_k, generator=g)
             for mode, scale in (("scaled", True), ("unscaled", False)):
