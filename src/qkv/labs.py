@@ -97,7 +97,7 @@ def _relink(nb: dict, depth: int, chapters: str | None = None) -> None:
     further down (``labs/zh/<id>/``); with ``chapters``, a link to a chapter (``](../../chapters/x.ipynb)``) goes to
     ``chapters + x.ipynb`` instead: the edition's own chapters."""
 
-    def relink(m: re.Match) -> str:
+    def relink(m: re.Match[str]) -> str:
         if m.group(1) and chapters is not None:
             return f"]({chapters}{m.group(1)}.ipynb"
         return "](" + "../" * depth + m.group(0)[2:]
@@ -110,7 +110,7 @@ def _relink(nb: dict, depth: int, chapters: str | None = None) -> None:
 
 def linked_chapters(course: Path, ids: list[str] | None = None) -> list[str]:
     """The chapters (``chapters/<name>.ipynb``) that the labs ``ids`` (default: all) link, sorted."""
-    found = set()
+    found: set[str] = set()
     for lab in ids or lab_ids(course):
         found.update(CHAPTER_LINK.findall((Path(course) / SOURCE / lab / f"{lab}.ipynb").read_text(encoding="utf-8")))
     return sorted(found)
@@ -123,8 +123,10 @@ def translated_chapters(course: Path, edition: str, dest: Path) -> dict[str, lis
     from . import i18n
 
     language = EDITIONS[edition][1]
+    if language is None:
+        raise ValueError(f"edition {edition!r} is the source, not a translation")
     dest.mkdir(parents=True, exist_ok=True)
-    missing = {}
+    missing: dict[str, list[str]] = {}
     for chapter in linked_chapters(course):
         nb = json.loads((course / CHAPTERS / f"{chapter}.ipynb").read_text(encoding="utf-8"))
         po = i18n.catalog_path(course, language, f"{CHAPTERS}/{chapter}")
