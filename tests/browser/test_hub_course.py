@@ -219,6 +219,9 @@ def wait_for_kernel(page, user_url: str, path: str) -> None:
     raise AssertionError(f"the kernel of {path} never became idle")
 
 
+CHAPTER_TAB = ".lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-current[title*='chapters/']"
+
+
 def read_first(page) -> None:
     """Click the lab's "Read first" link: JupyterLab opens the chapter beside the labs (~/chapters) in a new tab,
     whose notebook shows the chapter's title; then close that tab, back to the lab."""
@@ -228,11 +231,17 @@ def read_first(page) -> None:
         "href"
     )
     link.click()
-    chapter_tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab.jp-mod-current[title*='chapters/']")
+    chapter_tab = page.locator(CHAPTER_TAB)
     chapter_tab.wait_for(timeout=120 * MS)
     heading = re.compile("^" + re.escape(CHAPTER_TITLE))  # not the lab's "Lab: attention as a soft lookup"
     page.locator(f"{CELLS} h1", has_text=heading).first.wait_for(timeout=120 * MS)
+    # Read, not changed: JupyterLab may still mark the chapter changed (its kernel's metadata), and then asks on close.
     chapter_tab.locator(".lm-TabBar-tabCloseIcon").click()
+    page.wait_for_function(
+        f"() => !document.querySelector({CHAPTER_TAB!r}) || document.querySelector('.jp-Dialog')", timeout=60 * MS
+    )
+    if page.locator(".jp-Dialog").count():
+        page.locator(".jp-Dialog button", has_text=re.compile(r"^Discard$")).click()
     chapter_tab.wait_for(state="detached", timeout=60 * MS)
 
 
