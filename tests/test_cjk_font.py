@@ -20,7 +20,7 @@ from qkv import figures, i18n
 ROOT = Path(__file__).resolve().parents[1]
 # Common words a student might put on a plot; the test checks that most of them are in no diagram label, so only
 # the broad subset can draw them.
-TITLE = "学生自己画的图：温度越高，曲线越平；训练损失下降"
+TITLE = "我家小猫爱吃鱼，每天早晨跑步喝茶看书"  # a student's own words, none from the course's labels
 NO_CJK_FONTS = (
     "from matplotlib import font_manager\n"
     "font_manager.fontManager.ttflist = [f for f in font_manager.fontManager.ttflist if f.name.startswith('DejaVu')]\n"

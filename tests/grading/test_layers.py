@@ -25,7 +25,7 @@ LAYERS = [
     {"child"},
     {"worker"},
     {"magics"},  # a cell as IPython runs it (IPython's transformer, grader side)
-    {"spec", "analysis", "atomic", "bwrap", "readback"},  # the authoring format; helpers
+    {"spec", "analysis", "atomic", "bwrap", "forked", "readback"},  # the authoring format; helpers
     {"specs", "compare", "fingerprint", "results", "sandbox"},
     {"messages", "lab"},
     {"submissions", "scoring", "gradescope"},

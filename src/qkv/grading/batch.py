@@ -149,6 +149,7 @@ def grade_folder(
     fresh: bool = False,
     use_sandbox: bool = True,
     seed: int | None = None,
+    fork_worker: bool = False,
     log=print,
 ) -> tuple[list[Result], dict]:
     """Every student under ``submissions`` graded, cached in ``out/results``: the results sorted by student, and
@@ -157,7 +158,9 @@ def grade_folder(
     ``limits``: per submission (``Limits.of``): the wall clock, memory, and the CPU time one graded call may use
     before it is stopped (a looping function costs only its items) and one cell (a cell that runs past it stops
     the notebook there, charged to that cell).
-    ``seed``: the inputs' seed for a new ``out`` (default: random); ``fresh``: forget what ``out`` holds."""
+    ``seed``: the inputs' seed for a new ``out`` (default: random); ``fresh``: forget what ``out`` holds.
+    ``fork_worker`` (``qkv check``, without the sandbox): the worker is forked from this process, which has
+    imported torch already, instead of started afresh (a student's own notebook, on their own machine)."""
     entries = discover(submissions, lab.lab)
     out = Path(out)
     check_sandbox(use_sandbox, log)
@@ -200,7 +203,9 @@ def grade_folder(
         f"qkv grade {lab.lab}: {len(entries)} students, {len(entries) - len(todo)} already graded, {len(todo)} to grade (seed {seed})"
     )
     if todo:
-        results.update(_pool(lab, prepared, todo, cache, limits, jobs=jobs, use_sandbox=use_sandbox, log=log))
+        results.update(
+            _pool(lab, prepared, todo, cache, limits, jobs=jobs, use_sandbox=use_sandbox, fork=fork_worker, log=log)
+        )
     return [results[s] for s in sorted(results)], run
 
 
@@ -213,6 +218,7 @@ def _pool(
     *,
     jobs: int | None,
     use_sandbox: bool,
+    fork: bool = False,
     log,
 ) -> dict[str, Result]:
     """Grade ``todo`` with ``jobs`` workers side by side; each result is cached as soon as it is known."""
@@ -224,7 +230,7 @@ def _pool(
     results: dict[str, Result] = {}
 
     def work(index: int) -> None:
-        worker = sandbox.Worker(index, lib, sandbox=use_sandbox, log=tmp / f"worker-{index}.log")
+        worker = sandbox.Worker(index, lib, sandbox=use_sandbox, log=tmp / f"worker-{index}.log", fork=fork)
         try:
             while True:
                 with lock:

@@ -33,7 +33,7 @@ def run_batch(
     """Grade every student under ``submissions`` into ``out``: the cache, grades.csv, feedback, the manual-grading
     pages and the summary, in ``lang`` (``en`` or ``zh``; results and their cache stay in English). Returns the
     results, sorted by student. ``options``: those of :func:`.batch.grade_folder` (jobs, limits, fresh,
-    use_sandbox, seed, log)."""
+    use_sandbox, seed, fork_worker, log)."""
     if lang not in M.LANGUAGES:
         raise GradeError(f"unknown language {lang!r}: the grader speaks {', '.join(M.LANGUAGES)}")
     lab = load_lab(lab_id, course)

@@ -152,7 +152,9 @@ def the_courses(cell: dict, lab: Lab) -> str:
     nbg = meta.get("nbgrader") if isinstance(meta, dict) else None
     if not isinstance(nbg, dict) or not isinstance(nbg.get("checksum"), str) or nbg.get("grade_id") not in lab.ids:
         return ""
-    try:  # nbgrader takes seconds to import: only for a cell of another release
+    if nbg.get("solution") or not (nbg.get("grade") or nbg.get("locked")):
+        return ""  # nbgrader's is_locked says no from the metadata alone: every answer cell, without importing it
+    try:  # nbgrader takes seconds to import: only for a locked cell of another release
         from nbformat import from_dict
         from nbgrader.utils import compute_checksum, is_locked
     except ImportError:  # a grader installed without nbgrader (qkv[grade] has it): the cell counts as the student's

@@ -22,6 +22,7 @@ import time
 from pathlib import Path
 
 from .bwrap import BWRAP_HINT, INSIDE, bwrap_command, bwrap_path, python_executable
+from .forked import ForkedWorker
 from .limits import Limits
 from .protocol import read_frame, write_frame
 
@@ -144,10 +145,15 @@ def worker_program(python: str, lib: str) -> list[str]:
 
 
 class Worker:
-    """One pre-started sandboxed worker (one per parallel job); restarts itself if it dies."""
+    """One pre-started sandboxed worker (one per parallel job); restarts itself if it dies. ``fork`` (without the
+    sandbox only: ``qkv check``): forked from this process instead of started afresh (``forked.py``)."""
 
-    def __init__(self, index: int, lib: Path, *, sandbox: bool, log: Path, max_bytes: int = 32 << 20) -> None:
-        self.index, self.lib, self.sandbox, self.log = index, lib, sandbox, log
+    def __init__(
+        self, index: int, lib: Path, *, sandbox: bool, log: Path, max_bytes: int = 32 << 20, fork: bool = False
+    ) -> None:
+        if fork and sandbox:
+            raise ValueError("a sandboxed worker is always started afresh")
+        self.index, self.lib, self.sandbox, self.log, self.fork = index, lib, sandbox, log, fork
         root = os.geteuid() == 0
         self.cfg = {
             "uid": uid_base() + index % 64,
@@ -157,7 +163,7 @@ class Worker:
             "kill": "namespace" if sandbox else ("uid" if root else "group"),
             "tmp": "/tmp" if sandbox else None,
         }
-        self.proc: subprocess.Popen | None = None
+        self.proc: subprocess.Popen | ForkedWorker | None = None
         self.tmp: str | None = None
         self.info: dict = {}
 
@@ -183,10 +189,12 @@ class Worker:
             }
         )
         with open(self.log, "ab") as log:
-            # its own session: a Ctrl-C meant for `qkv grade` must not kill a worker mid-submission
-            self.proc = subprocess.Popen(
-                cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True
-            )
+            if self.fork:
+                self.proc = ForkedWorker(cmd[-1], env or {}, log.fileno())  # the program of ``python -c``
+            else:  # its own session: a Ctrl-C meant for `qkv grade` must not kill a worker mid-submission
+                self.proc = subprocess.Popen(
+                    cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True
+                )
         self._send(pickle.dumps(self.cfg))
         try:
             self.info = json.loads(self._recv(time.monotonic() + 300))
