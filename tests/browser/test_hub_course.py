@@ -52,14 +52,25 @@ def _answers(url: str) -> bool:
 
 
 def _processes_of(uids: set[int]) -> list[int]:
+    """The running processes of `uids`. An exited one (a zombie: its kernel quit after the hub) is not running; it
+    waits for whichever init the machine has to reap it, which the test cannot hurry."""
     out = []
     for entry in Path("/proc").iterdir():
         try:
             if entry.name.isdigit() and entry.stat().st_uid in uids:
-                out.append(int(entry.name))
-        except FileNotFoundError:
+                state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+                if state != "Z":
+                    out.append(int(entry.name))
+        except (FileNotFoundError, ProcessLookupError):
             pass
     return out
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")[:300]
+    except OSError:
+        return "(gone)"
 
 
 def _stop(pid: int, timeout: float) -> None:
@@ -128,13 +139,19 @@ def hub():
             server.kill()
             server.wait()
         log.close()
+        # A kernel whose server stopped quits by itself once it sees its parent gone (ipykernel polls for that): a
+        # minute for that on a busy machine, then whatever still runs is left over.
+        deadline = time.monotonic() + 60
+        while _processes_of(uids) and time.monotonic() < deadline:
+            time.sleep(0.5)
         left = _processes_of(uids) + ([int(proxy)] if proxy and Path(f"/proc/{proxy}").exists() else [])
+        described = {pid: _command_line(pid) for pid in left}
         for pid in left:
             _stop(pid, 10)
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         shutil.copy(state / "hub.log", SCREENSHOTS / "hub.log")  # kept for a failed run's reader
         shutil.rmtree(state, ignore_errors=True)
-        assert not left, f"processes left after the hub stopped: {left}"
+        assert not left, f"processes left after the hub stopped: {described}"
 
 
 def as_user(name: str, state: Path, *command: str, cwd: Path) -> subprocess.CompletedProcess:
