@@ -147,14 +147,14 @@ $(LAB_STAMP): requirements-lab.txt requirements-torch.txt pyproject.toml
 	$(call PIP_INSTALL,$(LAB_VENV)/bin) --no-deps --no-build-isolation -e . 2>&1 | sed '$(PIP_NOISE)'
 	touch $@
 
-# EDITION=zh: the Chinese labs (labs/zh/), copied into work/zh/.
+# work/ has the course's shape: work/labs/<lab>/ beside work/chapters/, so a lab's "Read first" link opens its
+# chapter; EDITION=zh: the Chinese labs in work/labs/zh/<lab>/, their chapters in work/labs/zh/chapters/.
 EDITION ?= en
-WORK := work$(if $(filter-out en,$(EDITION)),/$(EDITION))
 
 lab: $(LAB_STAMP)
-	$(LAB_VENV)/bin/python -m qkv.cli workspace $(WORK) --edition $(EDITION)
+	$(LAB_VENV)/bin/python -m qkv.cli workspace work --edition $(EDITION)
 	@root=""; if [ "$$(id -u)" = 0 ]; then root=--allow-root; echo "make lab: running as root, so JupyterLab starts with --allow-root"; fi; \
-	JUPYTER_CONFIG_PATH=$(CURDIR)/student/jupyter $(LAB_VENV)/bin/jupyter lab --notebook-dir=$(WORK) $$root
+	JUPYTER_CONFIG_PATH=$(CURDIR)/student/jupyter $(LAB_VENV)/bin/jupyter lab --notebook-dir=work $$root
 
 # The wheel and sdist, built with the pinned build and setuptools (no isolated download: works offline).
 dist: $(STAMP)

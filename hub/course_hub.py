@@ -4,7 +4,8 @@
 
 - real local users, created with ``useradd``: an instructor and three students (``qkv-instructor``,
   ``qkv-student1``..``3``), each with a fresh home (mode 0700) under ``--home-root`` and a new random password
-  set with ``chpasswd`` (written to ``STATE/users.json``, readable by root only);
+  set with ``chpasswd`` (written to ``STATE/users.json``, readable by root only); a student's home has the
+  course's shape: ``labs/`` (where nbgrader fetches, hub/jupyter/nbgrader_config.py) beside ``chapters/``;
 - nbgrader's exchange ``STATE/exchange`` (mode 0777, as nbgrader's documentation for a shared server says);
 - the course's nbgrader settings as the teaching page gives them: ``STATE/course/nbgrader_config.py`` (course id,
   exchange; every user reads it) and ``STATE/instructor/nbgrader_config.py`` (the course's folder);
@@ -101,6 +102,11 @@ def _fresh_home(name: str, home: Path) -> None:
     for file, content in LAB_SETTINGS.items():
         (settings / file).parent.mkdir(parents=True, exist_ok=True)
         (settings / file).write_text(json.dumps(content), encoding="utf-8")
+    if role(name) == "student":  # the course's shape: fetched labs in ~/labs (hub/jupyter), the chapters beside
+        from qkv.course import copy_chapters
+
+        (home / "labs").mkdir()
+        copy_chapters(REPO, home / "chapters")
     for path in [home, *home.rglob("*")]:
         os.lchown(path, entry.pw_uid, entry.pw_gid)
     home.chmod(0o700)

@@ -100,7 +100,7 @@ def add_parser(sub) -> None:
         "check", help="your score on a lab's autograded exercises, before you submit (runs the grader on your notebook)"
     )
     p.add_argument("lab", help="lab id, e.g. soft_lookup")
-    p.add_argument("notebook", type=Path, help="your notebook, e.g. work/soft_lookup/soft_lookup.ipynb")
+    p.add_argument("notebook", type=Path, help="your notebook, e.g. work/labs/soft_lookup/soft_lookup.ipynb")
     p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
     p.add_argument("--seed", type=int, default=0, help="the seed of the grader's inputs (default 0)")
     p.add_argument(

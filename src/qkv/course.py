@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .labs import RELEASE, SOURCE, lab_ids
+from .labs import CHAPTERS, RELEASE, SOURCE, lab_ids
 
-__all__ = ["Init", "course_init", "nbgitpuller_link", "qkv_pin", "qkv_root", "student_dist"]
+__all__ = ["Init", "copy_chapters", "course_init", "nbgitpuller_link", "qkv_pin", "qkv_root", "student_dist"]
 
 MARKER = ".qkv-student-dist"  # a folder written by student_dist holds this file (and may be rewritten)
 DIST_README = """# qkv: the labs
@@ -40,6 +40,15 @@ The chapters (`chapters/`) are the book's pages (the book: {url}).
 On your own machine: `pip install -r requirements.txt`, then `jupyter lab`.
 """
 BEGIN, END = "# >>> qkv labs (written by `qkv course init`) >>>", "# <<< qkv labs <<<"
+
+
+STUDENT_SKIP = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "teaching.md", "_build")
+
+
+def copy_chapters(course: Path, dest: Path) -> None:
+    """The book's chapters for students (without the instructors' page) into ``dest``, which a student's copy of the
+    course keeps beside ``labs/``: the English labs' "Read first" links (``../../chapters/<name>.ipynb``) open them."""
+    shutil.copytree(Path(course) / CHAPTERS, dest, ignore=STUDENT_SKIP, dirs_exist_ok=True)
 
 
 def _repository(course: Path) -> tuple[str, str]:
@@ -112,9 +121,8 @@ def student_dist(
     for p in dest.iterdir():  # a previous distribution: rewritten from scratch, its git history kept
         if p.name != ".git":
             shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
-    skip = shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "teaching.md", "_build")
-    for folder in (RELEASE, "chapters"):
-        shutil.copytree(course / folder, dest / folder, ignore=skip)
+    shutil.copytree(course / RELEASE, dest / RELEASE, ignore=STUDENT_SKIP)
+    copy_chapters(course, dest / CHAPTERS)
     url, _ = _repository(course)
     repo = repo or (_git(dest, "remote", "get-url", "origin") if (dest / ".git").exists() else "") or url
     toc = re.findall(r"labs/(\w+)/\1\b", (course / "_toc.yml").read_text())  # the book's order of the labs

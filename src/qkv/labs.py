@@ -8,6 +8,12 @@ of each lab, never overwritten, and reports the labs changed in the course since
 Editions: the Chinese labs ``labs/zh/<id>/<id>.ipynb`` come from the same solutions, their Markdown translated
 from the book's catalogs (``qkv.i18n``, locales/README.md), then through nbgrader like the English ones: same
 code, grade ids and points. They are committed, so that a student opens them from a clone, Binder or Colab.
+
+Chapters: a lab's "Read first" link opens the chapter as a notebook beside the labs, in the course's shape that
+every student copy keeps (the repository, Binder, the student distribution, ``qkv workspace``, the hub): the
+English labs ``labs/<id>/`` link ``../../chapters/<chapter>.ipynb`` (the book's own pages), a translated edition's
+labs ``labs/zh/<id>/`` link ``../chapters/<chapter>.ipynb``, the chapters of that edition, which ``generate``
+writes into ``labs/zh/chapters/``, translated from the same catalogs as the book.
 """
 
 from __future__ import annotations
@@ -23,9 +29,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Workspace", "check", "copy_workspace", "generate", "lab_ids"]
+__all__ = ["Workspace", "chapters_folder", "check", "copy_workspace", "generate", "lab_ids", "linked_chapters"]
 
-SOURCE, RELEASE = "solutions", "labs"
+SOURCE, RELEASE, CHAPTERS = "solutions", "labs", "chapters"
+# A lab's link to a chapter, as the solutions write it (from labs/<id>/ to the book's chapters/).
+CHAPTER_LINK = re.compile(r"\]\(\.\./\.\./chapters/(\w+)\.ipynb")
 LOCALES = "locales"  # the catalogs the translated editions are made from
 # Edition -> (folder of its labs, catalog language); English is the source. The Chinese labs live in labs/zh/.
 EDITIONS = {"en": (RELEASE, None), "zh": (f"{RELEASE}/zh", "zh_CN")}
@@ -78,19 +86,58 @@ def translated_solutions(course: Path, ids: list[str], edition: str, dest: Path)
         po = i18n.catalog_path(course, language, f"{RELEASE}/{lab}/{lab}")
         nb = json.loads(path.read_text(encoding="utf-8"))
         nb, missing[lab] = i18n.translate_notebook(nb, i18n.load_catalog(po)) if po.exists() else (nb, ["(no catalog)"])
-        _relink(nb, depth=len(Path(EDITIONS[edition][0]).parts) - 1)
+        _relink(nb, depth=len(Path(EDITIONS[edition][0]).parts) - 1, chapters=f"../{CHAPTERS}/")
         nb.setdefault("metadata", {})["language"] = language.replace("_", "-")  # nbformat allows extra metadata
         path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return missing
 
 
-def _relink(nb: dict, depth: int) -> None:
-    """Relative links in Markdown (``](../../chapters/x.ipynb)``) written for ``labs/<id>/`` also resolve from an
-    edition's folder ``depth`` levels further down (``labs/zh/<id>/``)."""
+def _relink(nb: dict, depth: int, chapters: str | None = None) -> None:
+    """Relative links in Markdown written for ``labs/<id>/`` also resolve from an edition's folder ``depth`` levels
+    further down (``labs/zh/<id>/``); with ``chapters``, a link to a chapter (``](../../chapters/x.ipynb)``) goes to
+    ``chapters + x.ipynb`` instead: the edition's own chapters."""
+
+    def relink(m: re.Match[str]) -> str:
+        if m.group(1) and chapters is not None:
+            return f"]({chapters}{m.group(1)}.ipynb"
+        return "](" + "../" * depth + m.group(0)[2:]
+
     for cell in nb["cells"]:
         if cell.get("cell_type") == "markdown" and depth:
             source = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
-            cell["source"] = re.sub(r"\]\((\.\./)", lambda m: "](" + "../" * depth + m.group(1), source)
+            cell["source"] = re.sub(rf"{CHAPTER_LINK.pattern}|\]\(\.\./", relink, source)
+
+
+def linked_chapters(course: Path, ids: list[str] | None = None) -> list[str]:
+    """The chapters (``chapters/<name>.ipynb``) that the labs ``ids`` (default: all) link, sorted."""
+    found: set[str] = set()
+    for lab in ids or lab_ids(course):
+        found.update(CHAPTER_LINK.findall((Path(course) / SOURCE / lab / f"{lab}.ipynb").read_text(encoding="utf-8")))
+    return sorted(found)
+
+
+def translated_chapters(course: Path, edition: str, dest: Path) -> dict[str, list[str]]:
+    """Write ``dest/<chapter>.ipynb`` for each chapter the labs link: the chapter notebook with its Markdown (and its
+    code's messages) translated from the book's catalog, its links to the labs pointing at the edition's labs beside
+    it (``../<id>/<id>.ipynb``). Returns, per chapter, the messages that had no current translation."""
+    from . import i18n
+
+    language = EDITIONS[edition][1]
+    if language is None:
+        raise ValueError(f"edition {edition!r} is the source, not a translation")
+    dest.mkdir(parents=True, exist_ok=True)
+    missing: dict[str, list[str]] = {}
+    for chapter in linked_chapters(course):
+        nb = json.loads((course / CHAPTERS / f"{chapter}.ipynb").read_text(encoding="utf-8"))
+        po = i18n.catalog_path(course, language, f"{CHAPTERS}/{chapter}")
+        nb, missing[chapter] = i18n.translate_notebook(nb, i18n.load_catalog(po)) if po.exists() else (nb, ["(none)"])
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "markdown":
+                text = "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+                cell["source"] = re.sub(rf"\]\(\.\./{RELEASE}/", "](../", text)
+        nb.setdefault("metadata", {})["language"] = language.replace("_", "-")
+        (dest / f"{chapter}.ipynb").write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return missing
 
 
 def _generate_translated(course: Path, ids: list[str], edition: str) -> None:
@@ -103,6 +150,9 @@ def _generate_translated(course: Path, ids: list[str], edition: str) -> None:
             target = course / EDITIONS[edition][0] / lab
             shutil.rmtree(target, ignore_errors=True)
             shutil.copytree(Path(tmp) / RELEASE / lab, target)
+    chapters = course / EDITIONS[edition][0] / CHAPTERS
+    shutil.rmtree(chapters, ignore_errors=True)
+    translated_chapters(course, edition, chapters)
 
 
 def _files(folder: Path, skip: tuple[str, ...] = ()) -> set[Path]:
@@ -122,8 +172,9 @@ def check(course: Path) -> list[str]:
     others = tuple(Path(folder).name for e, (folder, _) in EDITIONS.items() if e != "en")
     with tempfile.TemporaryDirectory(prefix="qkv-labs-") as tmp:
         shutil.copytree(course / SOURCE, Path(tmp) / SOURCE)
-        if (course / LOCALES).is_dir():
-            shutil.copytree(course / LOCALES, Path(tmp) / LOCALES)
+        for folder in (LOCALES, CHAPTERS):  # the catalogs and the chapters the translated editions are made from
+            if (course / folder).is_dir():
+                shutil.copytree(course / folder, Path(tmp) / folder)
         shutil.copy(course / "nbgrader_config.py", tmp)
         for edition, (folder, _) in EDITIONS.items():
             generate(Path(tmp), edition=edition)
@@ -165,10 +216,18 @@ def new_name(path: Path) -> Path:
     return path.with_name(f"{path.stem}.new{path.suffix}")
 
 
-def copy_workspace(course: Path, dest: Path, update: list[str] | None = None, edition: str = "en") -> Workspace:
-    """Copy each lab into ``dest`` for a student, never overwriting a copy already there.
+def chapters_folder(edition: str) -> str:
+    """Where an edition's labs find the chapters they link, in the course's shape: ``chapters`` beside ``labs/``
+    for English, ``labs/zh/chapters`` for Chinese (see the module's docstring)."""
+    return CHAPTERS if edition == "en" else f"{EDITIONS[edition][0]}/{CHAPTERS}"
 
-    ``dest/.qkv-labs.json`` records the sha256 of each course file when it was copied. A file whose course
+
+def copy_workspace(course: Path, dest: Path, update: list[str] | None = None, edition: str = "en") -> Workspace:
+    """Copy each lab of ``edition`` into ``dest`` for a student, in the course's shape (``dest/labs/<lab>/``,
+    ``dest/labs/zh/<lab>/``), with the chapters its labs link where their "Read first" links find them
+    (:func:`chapters_folder`); never overwriting a copy already there.
+
+    ``dest/.qkv-labs.json`` records the sha256 of each course file when it was copied. A lab's file whose course
     version has changed since is listed in ``updated`` (nothing is written); for the labs in ``update``, the
     new version is written next to the student's copy as ``<name>.new.<ext>`` (never over an existing one)
     and recorded, so that the notice stops. Copies made before the record existed are taken as current.
@@ -181,11 +240,19 @@ def copy_workspace(course: Path, dest: Path, update: list[str] | None = None, ed
     if unknown:
         raise ValueError(f"unknown lab(s) {', '.join(unknown)}; the labs are: {', '.join(known)}")
     done = Workspace()
+    folder = EDITIONS[edition][0]
+    for chapter in linked_chapters(course):
+        src = Path(course) / chapters_folder(edition) / f"{chapter}.ipynb"
+        out = dest / chapters_folder(edition) / src.name
+        if src.is_file() and not out.exists():  # the book's pages: copied once, then the student's like the labs
+            out.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, out)
+            done.copied.append(out)
     for lab in known:
-        src, target = Path(course) / EDITIONS[edition][0] / lab, dest / lab
+        src, target = Path(course) / folder / lab, dest / folder / lab
         for f in sorted(p for p in src.rglob("*") if p.is_file() and ".ipynb_checkpoints" not in p.parts):
             rel = f.relative_to(src)
-            out, key, sha = target / rel, f"{lab}/{rel.as_posix()}", _sha256(f)
+            out, key, sha = target / rel, f"{folder}/{lab}/{rel.as_posix()}", _sha256(f)
             if not out.exists():
                 out.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(f, out)

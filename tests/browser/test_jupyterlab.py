@@ -233,16 +233,16 @@ def test_some_lab_has_a_slider():
 def test_blank_lab_in_jupyterlab(notebook, jupyterlab, browser_context):
     base, token, work = jupyterlab
     lab = notebook.stem
-    cells = load_cells(work / lab / f"{lab}.ipynb")
+    cells = load_cells(work / "labs" / lab / f"{lab}.ipynb")  # the course's shape
     code_cells = [c for c in cells if c["type"] == "code"]
     page = browser_context.new_page()
     traffic = watch(page)
     problems: list[str] = []
     try:
         # ?reset: a fresh workspace, so the labs opened by earlier tests are not opened again
-        page.goto(f"{base}lab/tree/{lab}/{lab}.ipynb?reset&token={token}", wait_until="load", timeout=120_000)
+        page.goto(f"{base}lab/tree/labs/{lab}/{lab}.ipynb?reset&token={token}", wait_until="load", timeout=120_000)
         page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook .jp-Cell", timeout=90_000)
-        path = f"{lab}/{lab}.ipynb"
+        path = f"labs/{lab}/{lab}.ipynb"
 
         def idle():
             wait_for_kernel_idle(page, base, token, path)
