@@ -195,3 +195,8 @@ def item_generator(seed: int, grade_id: str) -> torch.Generator:
 def randn(g: torch.Generator, *shape: int, scale: float = 1.0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Standard normal draws of ``shape`` (times ``scale``) from ``g``."""
     return (scale * torch.randn(*shape, generator=g, dtype=torch.float64)).to(dtype)
+
+
+def draw_seed(g: torch.Generator) -> int:
+    """A seed for a case drawn from ``g`` (the student's code seeds its own generator with it)."""
+    return int(torch.randint(0, 2**31 - 1, (1,), generator=g))

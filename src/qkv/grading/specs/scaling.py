@@ -16,15 +16,11 @@ import math
 import numpy as np
 import torch
 
-from qkv.grading.spec import QKV_ATTENTION, TORCH_ATTENTION, Case, Item, LabSpec, Manual, randn
+from qkv.grading.spec import QKV_ATTENTION, TORCH_ATTENTION, Case, Item, LabSpec, Manual, draw_seed, randn
 
 FORBID = QKV_ATTENTION + TORCH_ATTENTION
 STATS = ("max_weight", "entropy", "grad_norm")
 EXPERIMENT_KEYS = tuple(f"{s}_{m}" for m in ("scaled", "unscaled") for s in STATS)
-
-
-def _seed(g: torch.Generator) -> int:
-    return int(torch.randint(0, 2**31 - 1, (1,), generator=g))
 
 
 def _same_twice(case, got, expected):
@@ -41,8 +37,8 @@ def variance_cases(g: torch.Generator) -> list[Case]:
     # Relative standard deviation of a variance estimate from n samples of q.k: sqrt((kurtosis - 1) / n) with
     # kurtosis 3 + 6 / d_k, i.e. 2% at d_k = 1, n = 20000; rtol = 0.1 is five of them.
     return [
-        Case(([1, 4, 32, 256], 20000, _seed(g)), label="d_k = 1, 4, 32, 256 with 20000 samples"),
-        Case(([2, 64], 40000, _seed(g)), label="d_k = 2, 64 with 40000 samples"),
+        Case(([1, 4, 32, 256], 20000, draw_seed(g)), label="d_k = 1, 4, 32, 256 with 20000 samples"),
+        Case(([2, 64], 40000, draw_seed(g)), label="d_k = 2, 64 with 40000 samples"),
     ]
 
 
@@ -141,7 +137,7 @@ def experiment_cases(g: torch.Generator) -> list[Case]:
     return [
         Case(
             ([256, 1024],),
-            {"num_queries": 401, "num_keys": 128, "seed": _seed(g)},
+            {"num_queries": 401, "num_keys": 128, "seed": draw_seed(g)},
             label="d_k = 256 and 1024, 401 queries, 128 keys, run twice with one seed",
         ),
         # The lab's contract (and its self-check): both runs on the same draws, so at d_k = 1, where sqrt(d_k) = 1,
@@ -149,7 +145,7 @@ def experiment_cases(g: torch.Generator) -> list[Case]:
         # than at 256 (scores of variance 1 either way).
         Case(
             ([1, 256],),
-            {"num_queries": 401, "num_keys": 128, "seed": _seed(g)},
+            {"num_queries": 401, "num_keys": 128, "seed": draw_seed(g)},
             label="d_k = 1 and 256: the scaled and unscaled runs on the same draws",
         ),
     ]

@@ -1,30 +1,14 @@
-"""Grading spec for the lab ``tiny_transformer``: layer norm, a pre-norm encoder block, the whole model, training,
-the sampling loop of a decoder.
+"""Grading spec for the lab ``tiny_transformer``: five autograded items and one written answer.
 
-Five autograded items and one written answer.
-
-* ``layer_norm`` is compared with ``torch.nn.functional.layer_norm`` in float64, including inputs whose
-  variance is comparable to ``eps`` (so ``eps`` outside the square root, or the unbiased variance, shows).
-* ``encoder_block`` and ``tiny_forward`` get weights drawn from the library's own initialisation, with the
-  layer-norm scales and shifts randomised (the defaults 1 and 0 would hide a missing gamma or beta), and are
-  compared with ``qkv.TransformerEncoderLayer`` / ``qkv.TinyTransformer`` loaded with the **same weights**, in
-  float64, with no mask, a causal mask, a padding mask and a local mask. A missing positional encoding, a
-  post-norm block, an ignored or inverted mask and a head split without the transpose all change the values.
-* ``train_reversal`` is graded on what training achieves, in the grader's own run: the sandbox calls the
-  student's function (with correct stand-ins for the student's ``tiny_forward`` and its parts where those fail
-  their own items' cases, as for the block and the model: one bug costs one item) on fresh weights with a seed drawn from the batch seed (80 steps, about a second on one
-  CPU thread) and sends the trained weights back; the grader loads them into the library's model and measures
-  the accuracy on 512 fresh sequences, which must reach ``THRESHOLD``. The solution reaches 1.00 (0.997 or
-  more over the seeds tried). Training inside the grader is cheap enough at this size, so the item checks
-  the real outcome instead of a deterministic forward. The weights' values are compared only by ``check``
-  (the element-wise comparison has ``atol = 1e300``: it only checks shapes and that nothing is NaN or inf).
-* ``sample`` writes with the student's ``tiny_forward`` (or its stand-in) under a causal mask; the sandbox seeds the
-  generator from the case and the grader compares the ids, exactly, with :func:`qkv.decoder.sample` on the library's
-  model with the same weights (float64) and the same seed: greedy at temperature 0, and draws at 0.7 and 1.5. One
-  ``torch.multinomial`` per new token draws the same ids in float32 and float64 (0 of 300 seeded sequences of 30
-  draws differed). Two and three blocks, with the embeddings and projections scaled by 5 (sharper attention), make
-  a missing causal mask change the text: without the mask, 19 of 20 seeded models wrote other 40 tokens at
-  temperature 1.5 (the self-check also looks at the masks passed to ``tiny_forward``).
+* ``layer_norm``: against ``torch.nn.functional.layer_norm`` in float64, with variances comparable to ``eps``.
+* ``encoder_block``, ``tiny_forward``: against the library's modules loaded with the **same weights** (layer norms
+  randomised, so a missing gamma or beta shows), in float64, with no mask and causal, padding and local masks.
+* ``train_reversal``: the sandbox trains fresh weights (80 steps, with stand-ins for the student's failing parts: one
+  bug costs one item); the grader needs ``THRESHOLD`` accuracy of the library's model with those weights on 512
+  fresh sequences (the solution: 0.997 or more). ``check`` grades it (``atol = 1e300``: only shapes, finite).
+* ``sample``: the ids, exactly, against :func:`qkv.decoder.sample` (float64, same seed; one ``torch.multinomial``
+  per token draws the same ids in float32 and float64, 0 of 300 sequences differed); weights scaled by 5 make a
+  missing causal mask change the text (19 of 20 seeded models at temperature 1.5).
 """
 
 from __future__ import annotations
@@ -36,28 +20,16 @@ import torch.nn.functional as F
 
 import qkv
 from qkv.decoder import sample
-from qkv.grading.spec import Case, Item, LabSpec, Manual, randn
+from qkv.grading.spec import Case, Item, LabSpec, Manual, draw_seed, randn
 
-FORBID = (
-    "qkv.TransformerEncoderLayer",
-    "qkv.TinyTransformer",
-    "qkv.MultiHeadAttention",
-    "torch.nn.TransformerEncoderLayer",
-    "torch.nn.TransformerEncoder",
-    "torch.nn.Transformer",
-    "torch.nn.MultiheadAttention",
-    "torch.nn.functional.multi_head_attention_forward",
-    "torch.nn.LayerNorm",
-    "torch.nn.functional.layer_norm",
-    "torch.layer_norm",
-    "torch.native_layer_norm",
+FORBID = tuple(  # what would do an exercise: the library's and PyTorch's blocks, attention and layer norms
+    "qkv.TransformerEncoderLayer qkv.TinyTransformer qkv.MultiHeadAttention torch.nn.TransformerEncoderLayer "
+    "torch.nn.TransformerEncoder torch.nn.Transformer torch.nn.MultiheadAttention torch.nn.LayerNorm "
+    "torch.nn.functional.multi_head_attention_forward torch.nn.functional.layer_norm torch.layer_norm "
+    "torch.native_layer_norm".split()
 )
 THRESHOLD = 0.9  # accuracy of the trained model on fresh sequences
 TRAIN = {"vocab_size": 10, "d_model": 32, "num_heads": 2, "num_layers": 1, "d_ff": 64, "seq_len": 8, "steps": 80}
-
-
-def _seed(g: torch.Generator) -> int:
-    return int(torch.randint(0, 2**31 - 1, (1,), generator=g))
 
 
 def _randomise_norms(state: dict, g: torch.Generator) -> dict:
@@ -68,23 +40,30 @@ def _randomise_norms(state: dict, g: torch.Generator) -> dict:
     return state
 
 
-def _model_params(g: torch.Generator, vocab_size, d_model, num_heads, num_layers, d_ff, *, norms=True) -> dict:
+def _params(g: torch.Generator, module, *sizes, norms=True, **kwargs) -> dict:
+    """The weights of ``module(*sizes, **kwargs)`` built from a seed drawn from ``g``, layer norms randomised."""
     with torch.random.fork_rng():
-        torch.manual_seed(_seed(g))
-        model = qkv.TinyTransformer(vocab_size, d_model, num_heads, num_layers, d_ff, max_len=64)
-    state = {name: t.detach().clone() for name, t in model.state_dict().items()}
+        torch.manual_seed(draw_seed(g))
+        state = {name: t.detach().clone() for name, t in module(*sizes, **kwargs).state_dict().items()}
     return _randomise_norms(state, g) if norms else state
 
 
-def _block_params(g: torch.Generator, d_model, num_heads, d_ff) -> dict:
-    with torch.random.fork_rng():
-        torch.manual_seed(_seed(g))
-        layer = qkv.TransformerEncoderLayer(d_model, num_heads, d_ff)
-    return _randomise_norms({name: t.detach().clone() for name, t in layer.state_dict().items()}, g)
+_model_params = lambda g, *sizes, norms=True: _params(g, qkv.TinyTransformer, *sizes, norms=norms, max_len=64)
+_block_params = lambda g, *sizes: _params(g, qkv.TransformerEncoderLayer, *sizes)  # the modules' own arguments
 
 
+def _library_model(p: dict, num_heads: int, state: dict | None = None):
+    """``qkv.TinyTransformer`` in float64 with the shapes of the weights ``p``, loaded with ``state`` (default p)."""
+    V, d_model = p["embed.weight"].shape
+    num_layers = len({name.split(".")[1] for name in p if name.startswith("layers.")})
+    d_ff = p["layers.0.linear1.weight"].shape[0]
+    model = qkv.TinyTransformer(V, d_model, num_heads, num_layers, d_ff, max_len=64, impl="explicit").double()
+    model.load_state_dict(p if state is None else state)
+    return model
+
+
+# The stand-ins for the student's helpers when those are wrong (they run in the sandbox).
 def layer_norm(x, gamma, beta, eps=1e-5):
-    """The stand-in for the student's ``layer_norm`` when it is wrong (it runs in the sandbox)."""
     import torch
 
     mu = x.mean(dim=-1, keepdim=True)
@@ -92,7 +71,6 @@ def layer_norm(x, gamma, beta, eps=1e-5):
 
 
 def encoder_block(x, p, num_heads, mask=None):
-    """The stand-in for the student's ``encoder_block`` when it is wrong (it runs in the sandbox)."""
     import torch
 
     import qkv
@@ -108,7 +86,6 @@ def encoder_block(x, p, num_heads, mask=None):
 
 
 def tiny_forward(tokens, p, num_heads, mask=None):
-    """The stand-in for the student's ``tiny_forward`` when it is wrong (it runs in the sandbox)."""
     import qkv
 
     embed = p["embed.weight"]  # (V, d_model)
@@ -121,8 +98,7 @@ def tiny_forward(tokens, p, num_heads, mask=None):
 
 
 def train_and_return(train_reversal, p, num_heads, seq_len, steps, **kwargs):
-    """Runs in the sandbox: the student's training on a copy of the weights p (trained in place); sends back the
-    losses and the trained weights."""
+    """Runs in the sandbox: the student's training on a copy of the weights p; the losses and trained weights."""
     import torch
 
     torch.set_num_threads(1)  # tiny tensors: one thread is fastest, and jobs run side by side
@@ -203,13 +179,8 @@ def forward_cases(g: torch.Generator) -> list[Case]:
 
 
 def forward_reference(tokens, p, num_heads, mask=None):
-    V, d_model = p["embed.weight"].shape
-    num_layers = len({name.split(".")[1] for name in p if name.startswith("layers.")})
-    d_ff = p["layers.0.linear1.weight"].shape[0]
-    model = qkv.TinyTransformer(V, d_model, num_heads, num_layers, d_ff, max_len=64, impl="explicit").double()
-    model.load_state_dict(p)
     with torch.no_grad():
-        return model(tokens, mask=mask)[0]  # logits (B, L, V)
+        return _library_model(p, num_heads)(tokens, mask=mask)[0]  # logits (B, L, V)
 
 
 # --- exercise 4: training ----------------------------------------------------------------------------------
@@ -219,7 +190,7 @@ def train_cases(g: torch.Generator) -> list[Case]:
     return [
         Case(
             (p, c["num_heads"], c["seq_len"], c["steps"]),
-            {"seed": _seed(g)},
+            {"seed": draw_seed(g)},
             label=f"{c['steps']} steps on reversal of length {c['seq_len']} from fresh weights, then a test on 512 new sequences",
         )
     ]
@@ -234,15 +205,10 @@ def train_reference(p, num_heads, seq_len, steps, seed):
 def train_check(case: Case, got, expected) -> str | None:
     """In the grader: load the trained weights into the library's model and measure the accuracy."""
     p, num_heads, seq_len, steps = case.args
-    names = sorted(p)
-    flat = [leaf for group in got[1:] for leaf in group]
-    state = {name: torch.from_numpy(a.copy()) for name, a in zip(names, flat)}
-    V, d_model = p["embed.weight"].shape
-    num_layers = len({name.split(".")[1] for name in p if name.startswith("layers.")})
-    d_ff = p["layers.0.linear1.weight"].shape[0]
-    model = qkv.TinyTransformer(V, d_model, num_heads, num_layers, d_ff, max_len=64).double()
-    model.load_state_dict(state)
-    x, y = qkv.reversal_batch(512, seq_len, V, generator=torch.Generator().manual_seed(case.kwargs["seed"] + 1))
+    state = dict(zip(sorted(p), (torch.from_numpy(a.copy()) for group in got[1:] for a in group)))
+    model = _library_model(p, num_heads, state)
+    gen = torch.Generator().manual_seed(case.kwargs["seed"] + 1)
+    x, y = qkv.reversal_batch(512, seq_len, p["embed.weight"].shape[0], generator=gen)
     accuracy = model.accuracy(x, y)
     if not math.isfinite(accuracy) or accuracy < THRESHOLD:
         return f"after training, the model reverses {accuracy:.0%} of the tokens of new sequences correctly; it needs {THRESHOLD:.0%}"
@@ -253,11 +219,10 @@ def train_check(case: Case, got, expected) -> str | None:
 def sample_cases(g: torch.Generator) -> list[Case]:
     def case(V, d_model, num_heads, num_layers, d_ff, prompt_len, n_new, temperature, label):
         p = _model_params(g, V, d_model, num_heads, num_layers, d_ff)
-        for name in p:  # sharper attention than at initialisation: a missing causal mask then changes the text
-            if name == "embed.weight" or name.endswith("proj.weight"):
-                p[name] = 5 * p[name]
+        # sharper attention than at initialisation: a missing causal mask then changes the text
+        p = {n: 5 * t if n == "embed.weight" or n.endswith("proj.weight") else t for n, t in p.items()}
         prompt = torch.randint(V, (prompt_len,), generator=g)
-        return Case((p, num_heads, prompt, n_new, temperature, _seed(g)), label=label)
+        return Case((p, num_heads, prompt, n_new, temperature, draw_seed(g)), label=label)
 
     return [
         case(11, 16, 2, 2, 32, 3, 24, 0.0, "greedy (temperature 0), 2 blocks, 24 new tokens"),
@@ -267,11 +232,7 @@ def sample_cases(g: torch.Generator) -> list[Case]:
 
 
 def sample_reference(p, num_heads, prompt_ids, n_new, temperature, seed):
-    V, d_model = p["embed.weight"].shape
-    num_layers = len({name.split(".")[1] for name in p if name.startswith("layers.")})
-    d_ff = p["layers.0.linear1.weight"].shape[0]
-    model = qkv.TinyTransformer(V, d_model, num_heads, num_layers, d_ff, max_len=64, impl="explicit").double()
-    model.load_state_dict(p)
+    model = _library_model(p, num_heads)
     return sample(model.eval(), prompt_ids, n_new, temperature, generator=torch.Generator().manual_seed(seed))
 
 
