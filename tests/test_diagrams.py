@@ -7,7 +7,6 @@ drawing code; the Chinese labels come from the catalog, and the shipped CJK font
 from __future__ import annotations
 
 import builtins
-import importlib.util
 import math
 import re
 import warnings
@@ -17,6 +16,7 @@ import matplotlib
 import pytest
 import torch
 from fontTools.ttLib import TTFont
+from i18n_tool import TOOL
 from matplotlib.text import Text
 
 import qkv
@@ -25,14 +25,6 @@ from qkv import diagrams, figures, i18n
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _tool():
-    spec = importlib.util.spec_from_file_location("i18n_tool", ROOT / "tools" / "i18n.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-TOOL = _tool()
 CATALOG = i18n.load_catalog(i18n.catalog_path(ROOT, "zh_CN", TOOL.DIAGRAMS))
 
 

@@ -7,7 +7,6 @@ translated. The book tests read the build of `make book` (English in _build/html
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from babel.messages.catalog import Catalog
+from i18n_tool import TOOL
 
 from qkv import i18n
 
@@ -22,16 +22,6 @@ ROOT = Path(__file__).resolve().parents[1]
 HTML = ROOT / "_build" / "html"
 # Pages translated in full as the proof of the mechanism; they must stay complete.
 DONE = ["chapters/preface", "chapters/glossary", "chapters/notation", "chapters/soft_lookup"]
-
-
-def _tool():
-    spec = importlib.util.spec_from_file_location("i18n_tool", ROOT / "tools" / "i18n.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-TOOL = _tool()
 
 
 def toc_docnames() -> list[str]:

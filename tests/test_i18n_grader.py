@@ -9,7 +9,6 @@ catalog is older than the .po, and when a page rendered in Chinese still has an 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 import pkgutil
 import subprocess
 import sys
@@ -20,6 +19,7 @@ import pytest
 from babel.messages.catalog import Catalog
 from babel.messages.mofile import write_mo
 from english_left import english_left
+from i18n_tool import TOOL
 
 from qkv import i18n
 from qkv.grading import messages as M
@@ -30,14 +30,6 @@ from qkv.grading.spec import Item, item_generator, load_spec
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _tool():
-    spec = importlib.util.spec_from_file_location("i18n_tool", ROOT / "tools" / "i18n.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-TOOL = _tool()
 CATALOG = i18n.load_catalog(i18n.catalog_path(ROOT, "zh_CN", TOOL.GRADER))
 LABS = [m.name for m in pkgutil.iter_modules(specs.__path__) if m.name != "contracts"]
 

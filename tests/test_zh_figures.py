@@ -11,7 +11,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import re
 import sys
 import warnings
@@ -22,6 +21,7 @@ import matplotlib
 import myst_nb
 import pytest
 from fontTools.ttLib import TTFont
+from i18n_tool import TOOL
 
 from qkv import figures
 
@@ -30,16 +30,6 @@ BUILD = ROOT / "_build"
 HTML = BUILD / "html"
 MIN_SHARE = 0.8
 PLANTED = "龘"  # U+9F98: in no GB 2312 level and in no label, so neither DejaVu Sans nor the course's subset draws it
-
-
-def _tool():
-    spec = importlib.util.spec_from_file_location("i18n_tool", ROOT / "tools" / "i18n.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-TOOL = _tool()
 
 
 class _Figures(HTMLParser):
