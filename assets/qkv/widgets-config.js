@@ -2,10 +2,13 @@
  * Loaded on pages with saved ipywidgets state, after require.js and before the widget manager (embed-amd.js);
  * the order is set by `nb_ipywidgets_js` in _config.yml. Two small jobs, so the widgets render offline:
  *
- * 1. The widget manager finds its font files (Font Awesome) beside the RequireJS module that holds it, whose
- *    name is @jupyter-widgets/html-manager/dist/libembed-amd: left alone, RequireJS places that module next to
- *    the page (chapters/@jupyter-widgets/html-manager/dist/), where there is nothing. Map the name to the copy
- *    served with the book, and set window.__jupyter_widgets_assets_path__, the manager's own override, too.
+ * 1. The widget manager finds its font files (Font Awesome) beside the RequireJS module that asks for them. Its
+ *    modules are named @jupyter-widgets/base, /controls, /html-manager and /html-manager/dist/libembed-amd, and
+ *    each one's style sheet resolves its font URLs against that module's place when the module starts, before
+ *    the manager reads window.__jupyter_widgets_assets_path__. Left alone, RequireJS places them next to the page
+ *    (chapters/@jupyter-widgets/...), where there is nothing; the browser asks for a font only when an icon needs
+ *    it, so the 404s came and went. Map every @jupyter-widgets name to the copy served with the book, and set the
+ *    manager's own override too.
  * 2. The widget manager typesets descriptions with MathJax 2's API (MathJax.Hub.Queue) whenever window.MathJax
  *    exists; the book loads MathJax 3, which has no Hub. Give it a Hub.Queue that calls MathJax 3's typesetPromise.
  *    MathJax is loaded with `defer`, so it exists once the document is parsed, and widgets render later, on `load`.
@@ -20,7 +23,12 @@
     var assets = new URL("../vendor/html-manager/", script.src).href;
     window.__jupyter_widgets_assets_path__ = assets;
     if (window.requirejs && window.requirejs.config) {
-      window.requirejs.config({ paths: { "@jupyter-widgets/html-manager/dist": assets.replace(/\/$/, "") } });
+      var folder = assets.replace(/\/$/, "");
+      // RequireJS takes the longest matching prefix: module "@jupyter-widgets/controls" is at folder/controls.js
+      // (fonts at folder/<hash>.woff2); the library module keeps its own name under dist/.
+      window.requirejs.config({
+        paths: { "@jupyter-widgets": folder, "@jupyter-widgets/html-manager/dist": folder },
+      });
     }
   }
   document.addEventListener("DOMContentLoaded", function () {

@@ -134,6 +134,12 @@ async () => {
     (a) => /Error (displaying|rendering|creating) widget|Failed to load model class/.test(a.textContent)).map((a) => a.textContent.slice(0, 200));
   out.sliders = document.querySelectorAll(".widget-subarea .widget-slider, .widget-subarea .noUi-target").length;
 
+  // Fonts: load every face the page declares. A browser fetches a font only when some glyph needs it, so a wrong
+  // font URL (the widgets' icon fonts once resolved next to the page) would otherwise fail on some runs only.
+  out.fontFailures = [];
+  await Promise.all(Array.from(document.fonts).map((f) => f.load().catch(
+    () => out.fontFailures.push(`${f.family} ${f.style} ${f.weight}`))));
+
   // Images, lazy ones included; after the widgets, whose plots are images too.
   const images = Array.from(document.images);
   images.forEach((img) => { if (img.loading === "lazy") img.loading = "eager"; });
@@ -239,6 +245,7 @@ def check_loaded_page(page, traffic, name: str, base: str | None) -> tuple[list[
             problems.append(f"widget not rendered: {view}")
         for error in info["widgetErrors"]:
             problems.append(f"widget error: {error}")
+    problems += [f"font did not load: {face}" for face in info["fontFailures"]]
     if base is not None:
         problems += [f"broken internal link: {b}" for b in broken_internal_links(info["links"], base)]
     if name.startswith("labs/"):
