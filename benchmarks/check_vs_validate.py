@@ -4,10 +4,13 @@ side in one run, interleaved.
     .venv/bin/python benchmarks/check_vs_validate.py [--labs soft_lookup,masks] [--reps 3] [--profile] [--before DIR]
 
 For each lab, the released lab completed with the solution (as a student hands it in) is written to a folder;
-each repetition runs both commands on it, one after the other, the order alternating between repetitions, as
-a student runs them (fresh processes, from the course root). Both must say the notebook is right: qkv check
-full autograded points, nbgrader validate "Success". Prints a table (the minimum and median of the repetitions
-and the ratio of the minima, check / validate; issue 19's target: below 0.25) and writes
+each repetition runs the commands on it, one after the other, the order alternating between repetitions, as
+a student runs them (fresh processes, from the course root): ``qkv check`` as a later check of the student's
+session (answered by the resident checker the session's first check left, ``qkv.checkserver``), ``qkv check``
+as the session's first check (no checker: ``QKV_CHECK_SERVER=0``), and ``nbgrader validate``. Each must say the
+notebook is right: qkv check full autograded points, nbgrader validate "Success". Prints a table (the minimum
+and median of the repetitions and the ratios of the minima, check / validate; issue 19's target: below 0.25)
+and writes
 benchmarks/results/check_vs_validate.json with the machine and its load. ``--profile`` also times the phases
 of one cold ``qkv check`` per lab, in a fresh interpreter; ``--before DIR`` also times, in the same rotation, the
 ``qkv check`` of another checkout (the code before a change). Each check runs this checkout's ``src`` (or DIR's).
@@ -23,6 +26,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -36,10 +40,12 @@ COURSE = Path(__file__).resolve().parents[1]  # qkv is imported only where neede
 BIN = Path(sys.executable).parent
 
 
-def run_check(lab: str, nb: Path, course: Path = COURSE) -> tuple[float, bool, str]:
-    """``qkv check`` as ``course``'s code has it (another checkout: the code before a change)."""
+def run_check(lab: str, nb: Path, course: Path = COURSE, resident: bool = False) -> tuple[float, bool, str]:
+    """``qkv check`` as ``course``'s code has it (another checkout: the code before a change). ``resident``: a
+    later check of the student's session, answered by the resident checker (``qkv.checkserver``) that the
+    session's first check left; else every check by itself, as the session's first check is."""
     cmd = [sys.executable, "-m", "qkv.cli", "check", lab, str(nb), "--course", str(course)]
-    env = dict(os.environ, PYTHONPATH=str(course / "src"))
+    env = dict(os.environ, PYTHONPATH=str(course / "src"), QKV_CHECK_SERVER="600" if resident else "0")
     start = time.perf_counter()
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=course, env=env)
     wall = time.perf_counter() - start
@@ -136,7 +142,10 @@ def main() -> None:
 
     labs = args.labs.split(",") if args.labs else lab_ids(COURSE)
     load_before = os.getloadavg()
-    kinds = ["check", "validate"] + ["check_before"] * bool(args.before)
+    kinds = ["check", "check_cold", "validate"] + ["check_before"] * bool(args.before)
+    # The resident checker of this run: its own socket folder, removed at the end (the checker then leaves).
+    runtime = tempfile.mkdtemp(prefix="check-vs-validate-run-")
+    os.environ["XDG_RUNTIME_DIR"] = runtime
     times: dict[str, dict[str, list[float]]] = {lab: {kind: [] for kind in kinds} for lab in labs}
     failures = []
     with tempfile.TemporaryDirectory(prefix="check-vs-validate-") as tmp:
@@ -145,10 +154,12 @@ def main() -> None:
             notebooks[lab] = Path(tmp) / lab / f"{lab}.ipynb"
             notebooks[lab].parent.mkdir()
             notebooks[lab].write_text(json.dumps(completed_lab(lab)), encoding="utf-8")
+        run_check(labs[0], notebooks[labs[0]], resident=True)  # the session's first check leaves the checker
         for rep in range(args.reps):
             for lab in labs:
                 runs = [
-                    ("check", lambda: run_check(lab, notebooks[lab])),
+                    ("check", lambda: run_check(lab, notebooks[lab], resident=True)),
+                    ("check_cold", lambda: run_check(lab, notebooks[lab])),
                     ("validate", lambda: run_validate(notebooks[lab])),
                 ]
                 if args.before:
@@ -160,6 +171,7 @@ def main() -> None:
                         failures.append(f"{lab} {kind}: did not pass the solution: {tail}")
                     print(f"rep {rep} {lab:16} {kind:8} {wall:6.1f} s {'ok' if ok else 'FAILED'}", flush=True)
         phases = {lab: profile(lab, notebooks[lab]) for lab in labs} if args.profile else {}
+    shutil.rmtree(runtime)
     rows = [
         {
             "lab": lab,
@@ -168,6 +180,8 @@ def main() -> None:
             "validate_min": min(t["validate"]),
             "validate_median": median(t["validate"]),
             "ratio": min(t["check"]) / min(t["validate"]),
+            "cold_min": min(t["check_cold"]),
+            "cold_ratio": min(t["check_cold"]) / min(t["validate"]),
             **(
                 {"before_min": min(t["check_before"]), "before_ratio": min(t["check_before"]) / min(t["validate"])}
                 if args.before
@@ -178,7 +192,8 @@ def main() -> None:
     ]
     cols = [("lab", "lab", ""), ("check_min", "check min s", ".1f"), ("check_median", "median", ".1f"),
             ("validate_min", "validate min s", ".1f"), ("validate_median", "median", ".1f"),
-            ("ratio", "check/validate", ".2f")]  # fmt: skip
+            ("ratio", "check/validate", ".2f"), ("cold_min", "first check min s", ".1f"),
+            ("cold_ratio", "first/validate", ".2f")]  # fmt: skip
     if args.before:
         cols += [("before_min", "before: check min s", ".1f"), ("before_ratio", "before: check/validate", ".2f")]
     print("\n" + table(rows, cols))

@@ -10,13 +10,16 @@ works on some inputs may still lose points there.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
+import os
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import checkserver
 from .grading.limits import GRADE, Limits  # the standard library only: `qkv check` starts as fast
 
 if TYPE_CHECKING:
@@ -81,18 +84,42 @@ def report(lab: str, result: Result, course: Path, lang: str = "en") -> str:
     return "\n".join(out)
 
 
-def _check(args: argparse.Namespace) -> int:
+def answer(request: dict) -> tuple[int, str, str]:
+    """The exit status, output and errors of ``qkv check`` for ``request`` (its arguments, paths absolute), here
+    or in the resident checker (``checkserver``), which runs it in a process forked for it."""
     from .grading.lab import GradeError
 
+    with contextlib.suppress(OSError):
+        os.chdir(request["cwd"])
     try:
-        result = check_notebook(args.lab, args.notebook, course=args.course, seed=args.seed, timeout=args.timeout)
-        print(report(args.lab, result, args.course, args.lang))
+        notebook, course = Path(request["notebook"]), Path(request["course"])
+        result = check_notebook(
+            request["lab"], notebook, course=course, seed=request["seed"], timeout=request["timeout"]
+        )
+        return 0, report(request["lab"], result, course, request["lang"]) + "\n", ""
     except GradeError as err:
-        print(f"qkv check: error: {err}", file=sys.stderr)
-        return 2
-    # The command ends here: the interpreter's last garbage collection need not walk torch's objects (seconds).
-    gc.freeze()
-    return 0
+        return 2, "", f"qkv check: error: {err}\n"
+
+
+def _check(args: argparse.Namespace) -> int:
+    request = {
+        "lab": args.lab,
+        "notebook": str(Path(args.notebook).absolute()),
+        "course": str(Path(args.course).absolute()),
+        "seed": args.seed,
+        "timeout": args.timeout,
+        "lang": args.lang,
+        "cwd": os.getcwd(),
+    }
+    served = checkserver.ask(request)
+    rc, out, err = served or answer(request)
+    sys.stdout.write(out)
+    sys.stderr.write(err)
+    if served is None:
+        checkserver.start(answer)  # the next check of this session skips the imports this one waited for
+        # The command ends here: the interpreter's last garbage collection need not walk torch's objects (seconds).
+        gc.freeze()
+    return rc
 
 
 def add_parser(sub) -> None:

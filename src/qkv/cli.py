@@ -180,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--course", type=Path, default=Path.cwd(), help="the qkv course root (default: current folder)")
     p.set_defaults(func=_course_init)
 
-    from .grading.command import add_parsers  # `qkv grade` and `qkv gradescope-bundle`
+    from .grading.arguments import add_parsers  # `qkv grade` and `qkv gradescope-bundle`
 
     add_parsers(sub)
     from .check import add_parser as add_check  # `qkv check`

@@ -31,6 +31,7 @@ LAYERS = [
     {"submissions", "scoring", "gradescope"},
     {"batch", "reports", "gradebook"},
     {"command"},
+    {"arguments"},  # the command line's arguments; imports `command` when a command runs
     {"testing"},
 ]
 

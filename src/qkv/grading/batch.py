@@ -29,10 +29,6 @@ from .scoring import WORKER_FAILED, Prepared, cell_errors, notes, prepare, score
 from .submissions import Entry, discover, parse_notebook, written_answer
 
 
-def default_jobs() -> int:
-    return os.cpu_count() or 1
-
-
 def grade_entry(
     entry: Entry,
     lab: Lab,

@@ -1,5 +1,5 @@
-"""``qkv grade`` and ``qkv gradescope-bundle`` (registered in ``qkv/cli.py``), and :func:`run_batch`, which wires
-the layers: the lab, the batch of submissions, the reports.
+"""``qkv grade`` and ``qkv gradescope-bundle`` (their arguments are in ``arguments``), and :func:`run_batch`, which
+wires the layers: the lab, the batch of submissions, the reports.
 
 Layer: grader side, the top; may import every other module of the grader (none imports it but ``testing``).
 """
@@ -17,14 +17,14 @@ from pathlib import Path
 from . import bwrap, reports
 from . import messages as M
 from .atomic import write_atomic
-from .batch import default_jobs, grade_folder
+from .batch import grade_folder
 from .gradebook import record_grades
 from .gradescope import build_bundle
 from .lab import GradeError, load_lab
-from .limits import CALL_SHARE, CELL_CALLS, GRADE, GRADESCOPE, Limits
+from .limits import Limits
 from .results import Result
 
-__all__ = ["add_parsers", "run_batch"]
+__all__ = ["bundle", "grade", "run_batch"]
 
 
 def run_batch(
@@ -42,94 +42,12 @@ def run_batch(
     return results
 
 
-def add_parsers(sub) -> None:
-    p = sub.add_parser(
-        "grade", help="grade students' notebooks of one lab in a sandbox (grades.csv, feedback, summary)"
-    )
-    p.add_argument("lab", help="lab id, e.g. soft_lookup (looked up under solutions/ of --course)")
-    p.add_argument(
-        "submissions", type=Path, help="folder of <student>.ipynb or <student>/…/*.ipynb (a notebook with --gradescope)"
-    )
-    p.add_argument(
-        "--out", type=Path, required=True, help="output folder (grades.csv, feedback/, manual/, summary.html)"
-    )
-    p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
-    p.add_argument(
-        "--jobs", type=int, default=default_jobs(), help="submissions graded in parallel (default: every core)"
-    )
-    p.add_argument(
-        "--timeout", type=float, default=GRADE.timeout, help="wall-clock seconds per submission (default %(default)g)"
-    )
-    p.add_argument(
-        "--call-timeout",
-        type=float,
-        default=None,
-        help="CPU seconds one call of a graded function (or of the student's functions from a cell) may use "
-        f"(default: --timeout / {CALL_SHARE}), a whole cell {CELL_CALLS} times as much; a function that loops loses "
-        "only the items that call it",
-    )
-    p.add_argument(
-        "--memory", type=int, default=GRADE.memory_mb, help="memory per submission in MB (default %(default)d)"
-    )
-    p.add_argument("--fresh", action="store_true", help="forget earlier results in --out and draw a new seed")
-    p.add_argument(
-        "--seed",
-        type=int,
-        default=None,
-        help="the inputs' seed for a new --out (default: random, recorded in run.json)",
-    )
-    p.add_argument(
-        "--no-sandbox", action="store_true", help="run without bubblewrap (resource limits and a separate uid only)"
-    )
-    p.add_argument(
-        "--gradescope", action="store_true", help="grade one submission and write Gradescope's results.json into --out"
-    )
-    p.add_argument(
-        "--gradebook",
-        metavar="URL",
-        help="also write the autograded points into this nbgrader gradebook (e.g. sqlite:///gradebook.db), where "
-        "formgrader and `nbgrader export` show them with the hand-graded points",
-    )
-    p.add_argument("--assignment", help="the lab's assignment name in the gradebook (default: the lab id)")
-    _add_lang(p)
-    p.add_argument("--quiet", action="store_true", help="print only warnings and errors")
-    p.set_defaults(func=_grade)
-
-    p = sub.add_parser("gradescope-bundle", help="build the Gradescope autograder .zip for a lab")
-    p.add_argument("lab", help="lab id, e.g. soft_lookup")
-    p.add_argument("--out", type=Path, default=None, help="zip to write (default: <lab>-gradescope.zip)")
-    p.add_argument("--course", type=Path, default=Path.cwd(), help="course root (default: current folder)")
-    p.add_argument(
-        "--timeout",
-        type=float,
-        default=GRADESCOPE.timeout,
-        help="wall-clock seconds per submission on Gradescope (default %(default)g)",
-    )
-    p.add_argument(
-        "--memory",
-        type=int,
-        default=GRADESCOPE.memory_mb,
-        help="memory in MB for a submission's own code (default %(default)d: with the kernel's measured peaks, "
-        "410-600 MB, it fits Gradescope's 1.5 GB container; see benchmarks/gradescope_memory.py)",
-    )
-    _add_lang(p)
-    p.set_defaults(func=_bundle)
-
-
-def _add_lang(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--lang",
-        choices=list(M.LANGUAGES),
-        default="en",
-        help="language of the feedback and the summary: en or zh (中文; default: en)",
-    )
-
-
 def _warn(msg: str) -> None:
     print(f"qkv grade: warning: {msg}", file=sys.stderr)
 
 
-def _grade(args: argparse.Namespace) -> int:
+def grade(args: argparse.Namespace) -> int:
+    """``qkv grade`` (its arguments: ``arguments.add_parsers``)."""
     log = (lambda *a, **k: None) if args.quiet else print
     try:
         if args.gradescope:
@@ -218,7 +136,8 @@ def _gradescope(args: argparse.Namespace, log) -> int:
     return 0
 
 
-def _bundle(args: argparse.Namespace) -> int:
+def bundle(args: argparse.Namespace) -> int:
+    """``qkv gradescope-bundle``."""
     try:
         path = build_bundle(
             args.lab,

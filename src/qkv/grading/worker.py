@@ -9,6 +9,7 @@ every process the submission started, removes its files, and relays the child's 
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import pickle
@@ -179,7 +180,9 @@ def main() -> None:
     torch.set_num_threads(1)
     for name in cfg.get("preload", []):
         try:
-            __import__(name)
+            module = importlib.import_module(name)
+            for public in getattr(module, "__all__", ()):  # a package that loads its names lazily (qkv) loads them
+                getattr(module, public)
         except Exception as err:  # pragma: no cover
             print(f"preload {name}: {err}", file=sys.stderr)
     import matplotlib
