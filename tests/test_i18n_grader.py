@@ -24,7 +24,9 @@ from i18n_tool import TOOL
 from qkv import i18n
 from qkv.grading import messages as M
 from qkv.grading import reports, specs
+from qkv.grading.catalog import catalog_messages
 from qkv.grading.lab import load_lab
+from qkv.grading.results import ItemResult, Result
 from qkv.grading.spec import Item, item_generator, load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,7 +38,7 @@ LABS = [m.name for m in pkgutil.iter_modules(specs.__path__) if m.name != "contr
 
 def test_every_grader_message_has_a_current_translation():
     """Every template, status word and spec text is in the catalog, translated, not fuzzy, placeholders kept."""
-    wanted = M.catalog_messages()
+    wanted = catalog_messages()
     assert len(wanted) > len(M.TEMPLATES) + len(M.STATUS_WORDS)  # the specs' texts are in it too
     missing = [text for text in wanted if CATALOG.get(text) is None]
     assert not missing, f"not in the catalog (run `python tools/i18n.py grader`): {missing[:5]}"
@@ -119,16 +121,41 @@ def _lines(t: M.Translator) -> list[str]:
     ]
 
 
-def test_finished_english_lines_read_back_into_chinese():
-    """The grader caches its lines in English; `text` turns each into what the templates give in Chinese."""
+def _messages() -> list[M.Msg]:
+    """The lines of :func:`_lines` as the grader makes them: messages, rendered only by a report."""
+    where = M.VALUE_OF(n=2, where=M.THE_RESULT())
+    return [
+        M.FAILED_SOME(failed=2, checks=M.CHECKS(n=5)),
+        M.CHECK_FAILED(
+            what=M.CHECK_LABELLED(n=2, label=M.Known("a matrix (3, 5): normalise each row")),
+            why=M.WRONG_VALUES(where=where, bad=3, size=15, largest="0.5"),
+        ),
+        M.CHECK_FAILED(what=M.CHECK(n=3), why=M.WRONG_SHAPE(where=where, got="(2, 3)", expected="(3, 3)")),
+        M.EVERY_CHECK(why=M.NOT_WRITTEN()),
+        M.ZERO_POINTS(reason=M.USES_FORBIDDEN(names="torch.softmax, torch.nn.Softmax")),
+        M.PASSED_ALL(checks=M.ONE_CHECK(n=1)),
+        M.CHECK_FAILED(
+            what=M.CHECK_LABELLED(n=4, label=M.Known("scores of +-1e4 (overflow and underflow)")),
+            why=M.CALL_TOO_SLOW(why=M.RAN_PAST(functions=(M.FUNCTION_IN_CELL(function="softmax", cell=3),))),
+        ),
+        M.CHECK_FAILED(what=M.CHECK(n=1), why=M.RAISED(error=M.WANT_PYTHON_FLOAT(got="int"))),
+        M.SLOW_STOPPED(functions=(M.FUNCTION_IN_CELL(function="f", cell=4), "g")),
+        M.STILL_RUNNING_AT(cell=7),
+    ]
+
+
+def test_messages_render_in_either_language():
+    """The grader keeps messages; a report renders each in its language: what the templates give, filled in."""
     en, zh = M.translator("en"), M.translator("zh")
-    for english, chinese in zip(_lines(en), _lines(zh)):
-        assert zh.text(english) == chinese.replace(", g", "、g"), english
+    for msg, english, chinese in zip(_messages(), _lines(en), _lines(zh), strict=True):
+        assert en(msg) == str(msg) == english
+        assert zh(msg) == chinese.replace(", g", "、g"), english
+        assert M.Msg.from_json(msg.to_json()) == msg  # as cached
     # A student's own words (an exception's message) stay as they are, colons and all.
-    line = en(M.CHECK_FAILED, what=en(M.CHECK, n=3), why=en(M.RAISED, error="ValueError: oops: bad"))
-    assert zh.text(line) == zh(M.CHECK_FAILED, what=zh(M.CHECK, n=3), why=zh(M.RAISED, error="ValueError: oops: bad"))
+    line = M.CHECK_FAILED(what=M.CHECK(n=3), why=M.RAISED(error="ValueError: oops: bad"))
+    assert zh(line) == zh(M.CHECK_FAILED, what=zh(M.CHECK, n=3), why=zh(M.RAISED, error="ValueError: oops: bad"))
     assert zh.text("something the grader never says") == "something the grader never says"
-    assert en.text(line) == line
+    assert en(line) == en(M.CHECK_FAILED, what=en(M.CHECK, n=3), why=en(M.RAISED, error="ValueError: oops: bad"))
 
 
 def test_a_wrong_entry_of_a_returned_tuple_reads_naturally_in_chinese():
@@ -137,9 +164,10 @@ def test_a_wrong_entry_of_a_returned_tuple_reads_naturally_in_chinese():
     compare = importlib.import_module("qkv.grading.compare").compare
     import numpy as np
 
-    english = compare([np.zeros(2), np.zeros(3)], [np.zeros(2), np.zeros((3, 1))], 1e-6, 1e-6)
+    said = compare([np.zeros(2), np.zeros(3)], [np.zeros(2), np.zeros((3, 1))], 1e-6, 1e-6)
+    english = str(said)
     assert english == "value 2 of the result has shape (3,); expected (3, 1)"
-    chinese = M.translator("zh").text(english)
+    chinese = M.translator("zh")(said)
     assert chinese == "返回值中的第 2 项的形状是 (3,)；应为 (3, 1)", chinese
     assert "个值" not in chinese
 
@@ -147,11 +175,11 @@ def test_a_wrong_entry_of_a_returned_tuple_reads_naturally_in_chinese():
 # ---------------------------------------------------------------------------------------------- pages
 
 
-def _feedback(t: M.Translator, lab, result: dict) -> str:
+def _feedback(t: M.Translator, lab, result: Result) -> str:
     return reports.feedback_html(result, lab, {}, t)
 
 
-def _summary(t: M.Translator, lab, result: dict) -> str:
+def _summary(t: M.Translator, lab, result: Result) -> str:
     return reports.summary_html(lab, [result], {"seed": 42, "sandbox": "none"}, {}, t)
 
 
@@ -160,16 +188,16 @@ def test_a_page_in_chinese_has_no_english_sentence(render):
     lab = load_lab("soft_lookup", ROOT)
     spec = lab.spec
     en = M.translator("en")
-    result = {
-        "student": "ada",
-        "status": "graded",
-        "note": en(M.SLOW_STOPPED, functions=en(M.FUNCTION_IN_CELL, function="lookup", cell=9)),
-        "items": {
-            item.grade_id: {"points": 0.0, "max": float(item.points), "lines": _lines(en)[: 3 + n]}
+    result = Result(
+        "ada",
+        "graded",
+        M.SLOW_STOPPED(functions=(M.FUNCTION_IN_CELL(function="lookup", cell=9),)),
+        items={
+            item.grade_id: ItemResult(0.0, float(item.points), _messages()[: 3 + n])
             for n, item in enumerate(spec.autograded)
         },
-        "cell_errors": [en(M.CELL_ERROR, cell=3, error="NameError: name 'x' is not defined")],
-    }
+        cell_errors=[M.CELL_ERROR(cell=3, error="NameError: name 'x' is not defined")],
+    )
     english, chinese = render(en, lab, result), render(M.translator("zh"), lab, result)
     assert '<html lang="zh-CN">' in chinese
     assert len(english_left(english)) >= 3  # the detector sees English where there is some

@@ -303,10 +303,10 @@ def grader_broken(msgid: str, msgstr: str) -> list[str]:
 
 def grader_template() -> Catalog:
     """Every message the grader shows (its templates, status words, the specs' texts), with where each is used."""
-    from qkv.grading import messages
+    from qkv.grading.catalog import catalog_messages
 
     template = Catalog(project="qkv")
-    for text, where in messages.catalog_messages().items():
+    for text, where in catalog_messages().items():
         template.add(text, auto_comments=[where])
     return template
 

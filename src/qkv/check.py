@@ -67,16 +67,16 @@ def report(lab: str, result: Result, course: Path, lang: str = "en") -> str:
     spec = load_lab(lab, course).spec
     out = []
     if result.status != "graded":
-        out.append(t(M.CHECK_INCOMPLETE, status=t.status(result.status), note=t.text(result.note)))
+        out.append(t(M.CHECK_INCOMPLETE, status=t.status(result.status), note=t.say(result.note)))
     got = total = 0.0
     for item in spec.autograded:
-        r = result.items.get(item.grade_id) or ItemResult(0.0, float(item.points), [M.NOT_GRADED])
+        r = result.items.get(item.grade_id) or ItemResult(0.0, float(item.points), [M.NOT_GRADED()])
         got, total = got + r.points, total + r.max
         name = t.text(item.title) if item.title else item.function
         out.append(t(M.CHECK_ITEM, name=name, points=f"{r.points:g}", maximum=f"{r.max:g}"))
-        out.extend(f"    {t.text(line)}" for line in r.lines)
+        out.extend(f"    {t(line)}" for line in r.lines)
     for line in result.cell_errors:
-        out.append(t(M.CHECK_NOTE, line=t.text(line)))
+        out.append(t(M.CHECK_NOTE, line=t(line)))
     manual = sum(m.points for m in spec.manual)
     out.append(t(M.CHECK_TOTAL, total=f"{got:g}", maximum=f"{total:g}"))
     if manual:

@@ -17,17 +17,18 @@ PACKAGE = Path(sandbox.__file__).parent
 MAX_LINES = 300
 
 # Bottom first. A module may import only modules of earlier rows; the standard library, numpy, torch and the
-# library (``qkv`` outside ``grading``) are below them all. The first five rows are the sandbox side.
+# library (``qkv`` outside ``grading``) are below them all. The first six rows are the sandbox side.
 LAYERS = [
-    {"protocol"},  # the one wire framing, used by both ends
+    {"protocol", "words"},  # the one wire framing and the grader's messages, used by both ends
+    {"messages"},  # the grader's words (templates): the sandbox's exceptions carry messages too
     {"tripwires", "limits", "shell"},
     {"standins"},
     {"child"},
     {"worker"},
     {"magics"},  # a cell as IPython runs it (IPython's transformer, grader side)
-    {"spec", "analysis", "atomic", "bwrap", "forked", "readback"},  # the authoring format; helpers
+    {"spec", "analysis", "atomic", "bwrap", "forked"},  # the authoring format; helpers
     {"specs", "compare", "fingerprint", "results", "sandbox"},
-    {"messages", "lab"},
+    {"catalog", "lab"},
     {"submissions", "scoring", "gradescope"},
     {"batch", "reports", "gradebook"},
     {"command"},

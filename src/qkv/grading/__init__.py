@@ -8,7 +8,7 @@ In layers, each importing only those below it (``tests/grading/test_layers.py`` 
 * helpers: ``analysis`` (forbidden calls in the student's source), ``atomic`` (files written whole),
   ``bwrap`` (the bubblewrap command), ``compare`` (results against the reference), ``fingerprint`` (the cache
   key), ``results`` (typed results and their JSON), ``sandbox`` (the lib a worker sees, the worker process);
-* ``messages`` (the grader's words, English and Chinese), ``lab`` (the lab, checked against its solution);
+* ``messages`` (the grader's words: templates, made into messages and rendered in English or Chinese by ``words``), ``lab`` (the lab, checked against its solution);
 * ``submissions`` (finding and parsing notebooks), ``scoring`` (answers into item results), ``gradescope``
   (the autograder bundle);
 * ``batch`` (jobs, the worker pool, the cache), ``reports`` (CSV, HTML, Gradescope's JSON);

@@ -23,9 +23,10 @@ from .fingerprint import spec_fingerprint
 from .lab import RELEASED, GradeError, Lab, looks_like, the_courses
 from .limits import GRADE, Limits
 from .magics import python_source
+from .messages import GRADER_ERROR, UNREADABLE, WORKER_FAILED, WRONG_LAB
 from .protocol import read_messages
 from .results import Result
-from .scoring import WORKER_FAILED, Prepared, cell_errors, notes, prepare, score, status_of
+from .scoring import Prepared, cell_errors, joined, notes, prepare, score, status_of
 from .submissions import Entry, discover, parse_notebook, written_answer
 
 
@@ -46,11 +47,11 @@ def grade_entry(
     try:
         cells = parse_notebook(data)
     except ValueError as err:
-        res.status, res.note = "malformed", str(err)
+        res.status, res.note = "malformed", err.args[0]  # parse_notebook's message
         return res
     other = looks_like(cells, lab)
     if other is not None:
-        res.status, res.note = "wrong_lab", f"this is a notebook of the lab {other}, not of {lab.lab}"
+        res.status, res.note = "wrong_lab", WRONG_LAB(other=other, lab=lab.lab)
         return res
     for m in lab.spec.manual:
         res.answers[m.grade_id] = written_answer(cells, lab, m.grade_id)
@@ -79,8 +80,8 @@ def grade_entry(
     assert worker is not None
     header, raw = worker.run(job)
     msgs = read_messages(raw)
-    res.status, res.note = status_of(header, msgs, code)
-    res.note = "; ".join([res.note] * bool(res.note) + notes(msgs))
+    res.status, note = status_of(header, msgs, code)
+    res.note = joined(note, notes(msgs))
     res.wall = header.get("wall", 0.0)
     res.items = score(prepared, msgs, code, lab.released | {src.strip() for src, mine in zip(code, own) if not mine})
     res.cell_errors = cell_errors(msgs, own)
@@ -132,7 +133,7 @@ def _cache_key(student: str, sha: str, seed: int, fingerprint: str) -> str:
 
 def _ours(res: Result) -> bool:
     """A failure of the grader's own (its worker, a bug): not cached, so the next run grades it again."""
-    return res.note == WORKER_FAILED or res.note.startswith("grader error")
+    return res.note == WORKER_FAILED() or (res.note is not None and res.note.t == GRADER_ERROR.name)
 
 
 def grade_folder(
@@ -184,7 +185,7 @@ def grade_folder(
         try:
             sha = hashlib.sha256(e.path.read_bytes()).hexdigest()  # type: ignore[union-attr]
         except OSError as err:
-            results[e.student] = Result(e.student, "malformed", f"unreadable: {err}")
+            results[e.student] = Result(e.student, "malformed", UNREADABLE(error=str(err)))
             continue
         key = _cache_key(e.student, sha, seed, fingerprint)
         cached = cache / f"{key}.json"
@@ -238,7 +239,7 @@ def _pool(
                 except sandbox.SandboxError:
                     raise
                 except Exception as err:  # a bug of ours must not stop the batch: the row says so
-                    res = Result(entry.student, "crashed", f"grader error: {err}")
+                    res = Result(entry.student, "crashed", GRADER_ERROR(error=str(err)))
                 if not _ours(res):
                     write_atomic(cache / f"{key}.json", json.dumps(res.to_json()))  # ours are retried next run
                 with lock:

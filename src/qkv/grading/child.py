@@ -1,7 +1,8 @@
 """The child: one submission's code cells run in order, then the student's functions called on the grader's inputs.
 
 Layer: sandbox side, above ``tripwires``, ``limits`` and ``shell``; runs inside the sandbox (forked by ``worker.py``),
-imports the standard library and the sandbox side below it (``protocol``, ``tripwires``, ``limits``, ``shell``); torch
+imports the standard library and the sandbox side below it (``protocol``, ``messages``, ``tripwires``, ``limits``,
+``shell``); torch
 and numpy were imported by the worker. The cells arrive as Python (the grader transformed IPython's syntax). It
 writes plain arrays and short reports to its pipe; the grader trusts none of them: it compares values with its own
 reference and reads the rest only as feedback.
@@ -17,6 +18,7 @@ import sys
 from contextlib import contextmanager
 
 from .limits import CallTimer, Limits, TimeLimit, confine
+from .messages import Msg
 from .protocol import MAX_LEAF, write_frame
 from .shell import NoInput, Shell
 from .standins import StandIns
@@ -29,6 +31,13 @@ def short(err: BaseException) -> str:
     """``Type: message``, cut to MAX_ERROR characters."""
     text = f"{type(err).__name__}: {err}"
     return text if len(text) <= MAX_ERROR else text[: MAX_ERROR - 3] + "..."
+
+
+def said(err: BaseException) -> dict:
+    """``{"said": message}`` when ``err`` carries one of our messages (a function retired at its time limit, a
+    broken return-type contract), else {}: the grader words the case's failure from it, not from the text."""
+    msg = err.args[0] if len(err.args) == 1 else None
+    return {"said": msg.to_json()} if isinstance(msg, Msg) else {}
 
 
 def _is_memory(err: BaseException) -> bool:
@@ -173,10 +182,11 @@ def _cases(item: dict, call, ns: dict, wires: Tripwires, timer: CallTimer, send)
             if slow is not None:
                 slow["function"] = slow["function"] or item["function"]
                 send({"t": "slow", **slow, "item": item["grade_id"]})
-                msg["slow"] = slow["function"] + (f" (code cell {slow['cell']})" if slow["cell"] else "")
+                msg["slow"] = {"function": slow["function"], "cell": slow["cell"]}
             elif isinstance(err, TimeLimit):
                 msg["slow"] = True
             msg["error"] = short(err)
+            msg.update(said(err))
             if isinstance(err, ForbiddenCall):
                 msg["forbidden"] = True
             if _is_memory(err):

@@ -1,7 +1,7 @@
 """Comparing a student's results with the reference: float64 copies of the inputs, the reference's output as
 plain arrays, and :func:`compare`, which says what is wrong in words a student can act on.
 
-Layer: grader side, the bottom; imports numpy, torch and the standard library, nothing of the grader.
+Layer: grader side, above ``messages`` (its words); imports numpy, torch, the standard library and ``messages``.
 """
 
 from __future__ import annotations
@@ -10,6 +10,19 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from .messages import (
+    NOT_A_TENSOR,
+    NOT_FINITE,
+    THE_RESULT,
+    VALUE_OF,
+    WANT_ONE_GOT_TUPLE,
+    WANT_TUPLE_GOT_N,
+    WANT_TUPLE_GOT_ONE,
+    WRONG_SHAPE,
+    WRONG_VALUES,
+    Msg,
+)
 
 __all__ = ["compare", "to_float64", "to_leaves"]
 
@@ -42,29 +55,30 @@ def _shape(a: np.ndarray) -> str:
     return "(" + ", ".join(str(n) for n in a.shape) + ("," if a.ndim == 1 else "") + ")"
 
 
-def compare(got: Any, expected: Any, atol: float, rtol: float, where: str = "the result") -> str | None:
+def compare(got: Any, expected: Any, atol: float, rtol: float, where: Msg | None = None) -> Msg | None:
     """None when ``got`` matches ``expected`` (nested lists of float64 arrays), else a message for the student."""
+    where = where or THE_RESULT()
     if isinstance(expected, list):
         if not isinstance(got, list):
-            return f"{where} should be a tuple of {len(expected)} values; got a single value"
+            return WANT_TUPLE_GOT_ONE(where=where, count=len(expected))
         if len(got) != len(expected):
-            return f"{where} should be a tuple of {len(expected)} values; got {len(got)}"
+            return WANT_TUPLE_GOT_N(where=where, count=len(expected), got=len(got))
         for n, (g, e) in enumerate(zip(got, expected)):
-            msg = compare(g, e, atol, rtol, f"value {n + 1} of {where}")
+            msg = compare(g, e, atol, rtol, VALUE_OF(n=n + 1, where=where))
             if msg:
                 return msg
         return None
     if isinstance(got, list):
-        return f"{where} should be a single tensor; got a tuple of {len(got)} values"
+        return WANT_ONE_GOT_TUPLE(where=where, count=len(got))
     if not isinstance(got, np.ndarray):
-        return f"{where} is not a tensor or a number"
+        return NOT_A_TENSOR(where=where)
     if got.shape != expected.shape:
-        return f"{where} has shape {_shape(got)}; expected {_shape(expected)}"
+        return WRONG_SHAPE(where=where, got=_shape(got), expected=_shape(expected))
     fin_e, fin_g = np.isfinite(expected), np.isfinite(got)
     if (fin_e & ~fin_g).any():
-        return f"{where} contains NaN or inf where the correct answer is finite (overflow? division by zero?)"
+        return NOT_FINITE(where=where)
     bad = ~np.isclose(got, expected, atol=atol, rtol=rtol, equal_nan=True)
     if bad.any():
         worst = float(np.nanmax(np.abs(np.where(bad, got - expected, 0.0))))
-        return f"{where} is wrong in {int(bad.sum())} of {bad.size} entries (largest error {worst:.3g})"
+        return WRONG_VALUES(where=where, bad=int(bad.sum()), size=int(bad.size), largest=f"{worst:.3g}")
     return None

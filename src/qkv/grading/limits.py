@@ -1,7 +1,7 @@
 """The limits a child runs under: resources, privileges, and the CPU time of one cell or one graded call.
 
-Layer: sandbox side, above ``protocol``; runs inside the sandbox, imports only the standard library (nothing of the
-grader). :class:`Limits` is the one place of a submission's limits, their defaults and the derived CPU limits: the
+Layer: sandbox side, above ``protocol`` and ``messages``; runs inside the sandbox, imports the standard library and
+``messages`` (a :class:`TimeLimit` carries its message). :class:`Limits` is the one place of a submission's limits, their defaults and the derived CPU limits: the
 grader side builds it, the job carries it as a dict, the sandbox side reads it back. :func:`confine` is the first
 thing a forked child does; :class:`CallTimer` stops a cell or a call that runs past its share of CPU time, and
 :meth:`CallTimer.retire` retires the student's function that a graded call ran past its limit in, so that a looping
@@ -16,6 +16,8 @@ import signal
 from dataclasses import asdict, dataclass
 from time import process_time  # bound here: a cell that patches time.process_time changes nothing
 from types import FrameType
+
+from .messages import CPU_LIMIT, FUNCTION_IN_CELL, RAN_PAST_EARLIER, Msg
 
 NPROC = 64  # processes (threads included) one submission's uid may have
 MAX_FILE = 64 * 1024 * 1024  # bytes of one file it writes
@@ -52,7 +54,7 @@ GRADESCOPE = Limits.of(300.0, 512)  # the Gradescope bundle: with the kernel's m
 
 class TimeLimit(BaseException):
     """Raised in the child when one cell or one graded call runs past its time limit (not ``Exception``, so
-    a student's ``except Exception`` does not swallow it)."""
+    a student's ``except Exception`` does not swallow it). Its one argument is the message that says so."""
 
 
 def become(uid: int) -> None:
@@ -122,13 +124,13 @@ class CallTimer:
         used = process_time() - self.start
         if not self.cell or used >= self.armed:
             self.cell_over = self.cell
-            raise TimeLimit(f"ran past the time limit of {self.armed:g} s of CPU time")
+            raise TimeLimit(CPU_LIMIT(seconds=float(self.armed)))
         outer = _outermost_call(frame)
         if outer is None or outer is not self.watch[0]:
             self.watch = (outer, used)  # a new call (or none): watched from now
         elif used - self.watch[1] >= self.seconds:
             self.watch = (None, used)
-            raise TimeLimit(f"ran past the time limit of {self.seconds:g} s of CPU time")
+            raise TimeLimit(CPU_LIMIT(seconds=float(self.seconds)))
 
     def arm(self, cell_seconds: float | None = None) -> None:
         self.cell = cell_seconds is not None
@@ -147,7 +149,8 @@ class CallTimer:
     @staticmethod
     def ran_past(err: BaseException) -> bool:
         """Whether ``err`` is this timer's (not a function retired earlier, nor a student's TimeLimit)."""
-        return isinstance(err, TimeLimit) and str(err).startswith("ran past")
+        said = err.args[0] if isinstance(err, TimeLimit) and err.args else None
+        return isinstance(said, Msg) and said.t == CPU_LIMIT.name
 
     def retire(self, err: BaseException, ns: dict, *, cells_only: bool = False) -> dict | None:
         """When ``err`` is this timer's: ``{"cell", "function"}``, the student's function that the call entered
@@ -160,10 +163,8 @@ class CallTimer:
             return None
         codes = _where(err)[1][::-1]  # outermost first
         for code in codes:
-            why = (
-                f"{code.co_name} (code cell {code.co_filename[6:-1]}) ran past the time limit of {self.seconds:g} s "
-                "of CPU time earlier, so it was not run again"
-            )
+            where = FUNCTION_IN_CELL(function=code.co_name, cell=int(code.co_filename[6:-1]))
+            why = RAN_PAST_EARLIER(functions=(where,), seconds=float(self.seconds))
             retired = _retire(ns, code, why, self if cells_only else None)
             if retired:
                 return {"cell": int(code.co_filename[6:-1]), "function": retired}
@@ -207,7 +208,7 @@ def _where(err: BaseException) -> tuple[int | None, list]:
     return cell, codes
 
 
-def _retire(ns: dict, code, why: str, cells: CallTimer | None) -> str | None:
+def _retire(ns: dict, code, why: Msg, cells: CallTimer | None) -> str | None:
     """Replace the student's function (or method) whose code is ``code``, under every name the namespace binds
     it to, by one that raises at once (while ``cells`` runs a cell, if given; else always). Returns its name."""
 

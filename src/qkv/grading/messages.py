@@ -1,66 +1,57 @@
-"""The grader's words: every English text ``qkv grade`` writes for a student or an instructor, and their
-translations (``qkv grade --lang zh``).
+"""The grader's words: every text ``qkv grade`` writes for a student or an instructor, as an English template
+with named ``{placeholders}`` (``_m(NAME, text)``, the one place each text is written), and the status words.
 
-Each text is an English template here, with named ``{placeholders}``; a report asks for it through
-:func:`translator`::
+A template called with its placeholders' values is a message (:class:`.words.Msg`): the grader decides in
+messages, results keep them, and a report renders them in its language through :func:`translator`::
 
     t = translator("zh")
-    t(FEEDBACK_TITLE, lab="soft_lookup", student="ada")   # '实验 soft_lookup：ada 的反馈'
+    t(FEEDBACK_TITLE, lab="soft_lookup", student="ada")   # a template filled in: '实验 soft_lookup：ada 的反馈'
+    t(PASSED_ALL(checks=CHECKS(n=3)))                      # a message: '通过了全部 3 项检查'
     t.status("timeout")                                    # the status word
-    t.text("check 2 (a vector (6,)): your function raised ...")  # a line already written in English
 
 The translations live in a gettext catalog like the book's, ``locales/zh_CN/LC_MESSAGES/grader.po`` (translated
 with the book's catalogs; English that changed goes fuzzy). ``tools/i18n.py grader`` extracts the templates,
-the status words and the texts of every spec (descriptions, titles of written questions, case labels) into it
-and compiles ``locale/zh_CN/LC_MESSAGES/qkv_grade.mo`` here, which the wheel ships and the standard library's
-``gettext`` reads: grading needs no Babel. A message that is missing or fuzzy shows in English.
+the status words and the texts of every spec (``catalog.catalog_messages``) into it and compiles
+``locale/zh_CN/LC_MESSAGES/qkv_grade.mo``, which the wheel ships and the standard library's ``gettext`` reads:
+grading needs no Babel. A message that is missing or fuzzy shows in English.
 
-The grader records its feedback lines and notes in English (they are cached with the results, whatever the
-language of the reports); :meth:`Translator.text` translates such a finished text by matching it against the
-templates, placeholder by placeholder, so the cache stays valid in every language.
-
-Layer: grader side, above ``readback`` and ``specs`` (whose texts go into the catalog); imports the standard
-library and those two only.
+Layer: above ``words`` (how messages are made and rendered); imports only ``words`` and is copied into the
+sandbox too (its exceptions carry messages).
 """
 
 from __future__ import annotations
 
-import gettext
-import itertools
-import re
-from functools import cache
-from pathlib import Path
+from .words import (
+    BY_NAME,
+    DOMAIN,
+    LANGUAGES,
+    LOCALE_DIR,
+    STATUS_WORDS,
+    TEMPLATES,
+    Known,
+    Msg,
+    Param,
+    Template,
+    Translator,
+    _m,
+    translator,
+)
 
-from .readback import Reader, parts
+__all__ = ["BY_NAME", "DOMAIN", "LANGUAGES", "LOCALE_DIR", "STATUS_WORDS", "TEMPLATES", "Known", "Msg", "Param"]
+__all__ += ["Template", "Translator", "translator"]
 
-__all__ = ["LANGUAGES", "STATUS_WORDS", "TEMPLATES", "Translator", "catalog_messages", "translator"]
-
-DOMAIN = "qkv_grade"
-LOCALE_DIR = Path(__file__).parent / "locale"
-# `--lang` -> (gettext's locale, the HTML pages' lang attribute)
-LANGUAGES = {"en": ("en", "en"), "zh": ("zh_CN", "zh-CN")}
-SEPARATORS = {"en": ", ", "zh": "、"}  # between the items of a list ({functions})
-
-TEMPLATES: dict[str, str] = {}  # English template -> the name it has here (the translators' comment)
-
-
-def _m(name: str, text: str) -> str:
-    if any(a is not None and b is not None and not lit for (_, a), (lit, b) in itertools.pairwise(parts(text))):
-        raise ValueError(f"{name}: two placeholders side by side cannot be told apart: {text!r}")
-    TEMPLATES[text] = name
-    return text
-
-
-STATUS_WORDS = {
-    "graded": "graded",
-    "malformed": "could not be read as a notebook",
-    "timeout": "stopped at the time limit",
-    "memory": "ran out of memory",
-    "crashed": "stopped early",
-    "ambiguous": "several notebooks, none named after the lab",
-    "duplicate": "submitted twice (a file and a folder)",
-    "wrong_lab": "the notebook of another lab",
-}
+STATUS_WORDS.update(
+    {
+        "graded": "graded",
+        "malformed": "could not be read as a notebook",
+        "timeout": "stopped at the time limit",
+        "memory": "ran out of memory",
+        "crashed": "stopped early",
+        "ambiguous": "several notebooks, none named after the lab",
+        "duplicate": "submitted twice (a file and a folder)",
+        "wrong_lab": "the notebook of another lab",
+    }
+)
 
 # --- the student's feedback page (feedback/<student>.html)
 FEEDBACK_TITLE = _m("FEEDBACK_TITLE", "Lab {lab}: feedback for {student}")
@@ -240,60 +231,8 @@ WANT_FLOAT = _m("WANT_FLOAT", "TypeError: return a float tensor (use .float()); 
 WANT_FLOAT32 = _m("WANT_FLOAT32", "TypeError: return a float32 tensor (compute in float64, then .float()); got {got}")
 WANT_INTEGER = _m("WANT_INTEGER", "TypeError: return an integer tensor of counts; got {got}")
 
-
-def catalog_messages() -> dict[str, str]:
-    """Every message of the catalog: English text -> a comment for the translator (where it is used)."""
-    out = {text: f"grader: {name}" for text, name in TEMPLATES.items()}
-    out.update({text: f"status word: {key}" for key, text in STATUS_WORDS.items() if text not in out})
-    from ..selfcheck import MESSAGES as SELF_CHECKS  # the labs' self-checks share this catalog
-    from .specs import texts  # imports every spec: only when the catalog is built
-
-    out.update({text: "qkv.selfcheck" for text in SELF_CHECKS if text not in out})
-
-    for text, where in texts().items():
-        out.setdefault(text, f"spec {where}")
-    return out
-
-
-class Translator:
-    """``t(template, **params)``: the template in ``lang``, filled in. Params are inserted as given: translate
-    a nested text first (``t(PASSED_ALL, checks=t(CHECKS, n=3))``)."""
-
-    def __init__(self, lang: str, locale_dir: Path = LOCALE_DIR):
-        if lang not in LANGUAGES:
-            raise ValueError(f"unknown language {lang!r}: the grader speaks {', '.join(LANGUAGES)}")
-        self.lang = lang
-        locale, self.html_lang = LANGUAGES[lang]
-        self._catalog = (
-            gettext.NullTranslations()
-            if lang == "en"
-            else gettext.translation(DOMAIN, localedir=locale_dir, languages=[locale])
-        )
-        self.text = cache(self._text)
-        known = getattr(self._catalog, "_catalog", {})  # GNUTranslations' msgid -> msgstr
-        self._parse = Reader(self._catalog.gettext, known, TEMPLATES, SEPARATORS[lang]).parse
-
-    def __call__(self, template: str, /, **params: object) -> str:
-        return self._tidy(self._catalog.gettext(template).format(**params))
-
-    def status(self, key: str | None) -> str:
-        """A status word (``timeout`` -> ``stopped at the time limit``); an unknown key as it is."""
-        return self._catalog.gettext(STATUS_WORDS[key]) if key in STATUS_WORDS else str(key)
-
-    def _tidy(self, text: str) -> str:
-        """Chinese: no space beside full-width punctuation (a placeholder's text may end in one)."""
-        return re.sub(r" *([（）：；，。、]) *", r"\1", text) if self.lang == "zh" else text
-
-    def _text(self, english: str) -> str:
-        """A text the grader already wrote in English (a feedback line, a note), translated as far as our
-        messages cover it; anything else (a student's exception) stays as it is."""
-        if self.lang == "en" or not english.strip():  # gettext("") would be the catalog's header
-            return english
-        parsed = self._parse(english)
-        return self._tidy(parsed[0]) if parsed else english
-
-
-@cache
-def translator(lang: str = "en") -> Translator:
-    """The grader's words in ``lang`` (``en`` or ``zh``; ``qkv grade --lang``)."""
-    return Translator(lang)
+# What the sandbox's exceptions may carry back (a function retired at its time limit, a broken contract): the
+# grader accepts only these from the child.
+CHILD_SAYS = frozenset(
+    t.name for t in (RAN_PAST_EARLIER, WANT_PYTHON_FLOAT, WANT_BOOL_MASK, WANT_FLOAT, WANT_FLOAT32, WANT_INTEGER)
+)

@@ -1,6 +1,6 @@
 """What ``qkv grade`` writes: grades.csv, feedback/<student>.html, manual/<grade_id>.html, summary.html,
 Gradescope's results.json, in English or Chinese (``--lang``: the words come from :mod:`.messages`; the results
-keep the grader's English lines, translated here). Everything a student wrote is escaped; every file is written
+keep the grader's messages, rendered here in the report's language). Everything a student wrote is escaped; every file is written
 atomically.
 
 Layer: grader side, above ``results``, ``lab`` and ``messages``; imports the standard library, ``qkv.labs`` and,
@@ -24,7 +24,7 @@ from ..labs import EDITIONS
 from . import messages as M
 from .atomic import write_atomic
 from .lab import Lab, questions
-from .messages import Translator, translator
+from .messages import Msg, Param, Translator, translator
 from .results import Result
 
 EN = translator("en")
@@ -109,7 +109,7 @@ def feedback_html(res: Result | dict, lab: Lab, entered: dict[str, float], t: Tr
     e = html.escape
     total, maximum = totals(res, lab, entered)
     status = t.status(res.status)
-    state = t(M.STATUS_WITH_NOTE, status=status, note=t.text(res.note)) if res.note else t(M.STATUS, status=status)
+    state = t(M.STATUS_WITH_NOTE, status=status, note=t(res.note)) if res.note else t(M.STATUS, status=status)
     parts = [
         f"<h1>{e(t(M.FEEDBACK_TITLE, lab=lab.lab, student=res.student))}</h1>",
         f"<p><strong>{e(t(M.POINTS, total=f'{total:g}', maximum=f'{maximum:g}'))}</strong> "
@@ -126,7 +126,7 @@ def feedback_html(res: Result | dict, lab: Lab, entered: dict[str, float], t: Tr
             r = res.items[gid]
             cls = "pass" if r.points == r.max else "fail"
             desc = t.text(getattr(spec_item, "describe", ""))
-            lines = "".join(f"<li>{e(t.text(line))}</li>" for line in r.lines)
+            lines = "".join(f"<li>{e(t(line))}</li>" for line in r.lines)
             parts.append(
                 f"<tr><td><code>{e(name)}</code><br><small>{e(desc)}</small></td>"
                 f'<td class="{cls}">{r.points:g} / {r.max:g}</td><td><ul>{lines}</ul></td></tr>'
@@ -141,7 +141,7 @@ def feedback_html(res: Result | dict, lab: Lab, entered: dict[str, float], t: Tr
             parts.append(f"<tr><td>{e(name)}</td><td>– / {float(spec_item.points):g}</td><td>{e(t(note))}</td></tr>")
     parts.append("</table>")
     if res.cell_errors:
-        items = "".join(f"<li><code>{e(t.text(c))}</code></li>" for c in res.cell_errors)
+        items = "".join(f"<li><code>{e(t(c))}</code></li>" for c in res.cell_errors)
         parts.append(f"<h2>{e(t(M.CELL_ERRORS))}</h2><ul>{items}</ul><p>{e(t(M.CELL_ERRORS_WHY))}</p>")
     return _page(f"{lab.lab}: {res.student}", "\n".join(parts), t)
 
@@ -212,7 +212,7 @@ def summary_html(lab: Lab, results: list[Result] | list[dict], run: dict, manual
         for r in results:
             if gid in r.items and r.items[gid].points < r.items[gid].max:
                 lines = r.items[gid].lines
-                reasons[_reason(lines[1] if len(lines) > 1 else lines[0], t)[:120]] += 1
+                reasons[t.say(_reason(lines[1] if len(lines) > 1 else lines[0]))[:120]] += 1
         common = reasons.most_common(1)[0] if reasons else None
         parts.append(
             f"<tr><td><code>{e(gid)}</code></td><td>{float(item.points):g}</td><td>{full} / {n}</td>"
@@ -231,14 +231,15 @@ def summary_html(lab: Lab, results: list[Result] | list[dict], run: dict, manual
     return _page(t(M.SUMMARY_PAGE_TITLE, lab=lab.lab), "\n".join(parts), t)
 
 
-def _reason(line: str, t: Translator) -> str:
-    """What a failing item's line says went wrong, without the check it names: the text after the line's
-    first colon (``check 2 (a vector): your function raised ...`` -> ``your function raised ...``)."""
-    line = t.text(line)
-    for colon in ("：", ":"):  # the translated line may use either
-        if colon in line:
-            return line.split(colon, 1)[-1].strip()
-    return line.strip()
+def _reason(line: Msg) -> Param:
+    """What a failing item's line says went wrong, without the check it names (``check 2 (a vector): your
+    function raised ...`` -> ``your function raised ...``)."""
+    said = line.params
+    return (
+        said.get("why", said.get("reason", line))
+        if line.t in (M.CHECK_FAILED.name, M.EVERY_CHECK.name, M.ZERO_POINTS.name)
+        else line
+    )
 
 
 def _file_name(student: str) -> str:
@@ -276,17 +277,15 @@ def gradescope_json(res: Result | dict, lab: Lab, note: str = "", t: Translator 
                 "name": gid,
                 "score": r.points,
                 "max_score": r.max,
-                "output": "\n".join(t.text(line) for line in r.lines),
+                "output": "\n".join(t(line) for line in r.lines),
                 "status": "passed" if r.points == r.max else "failed",
                 "visibility": "visible",
             }
         )
     status = t.status(res.status)
-    out = [
-        t(M.GS_STATUS_WITH_NOTE, status=status, note=t.text(res.note)) if res.note else t(M.GS_STATUS, status=status)
-    ]
+    out = [t(M.GS_STATUS_WITH_NOTE, status=status, note=t(res.note)) if res.note else t(M.GS_STATUS, status=status)]
     if res.cell_errors:
-        out += [t(M.GS_CELL_ERRORS), *(t.text(c) for c in res.cell_errors)]
+        out += [t(M.GS_CELL_ERRORS), *(t(c) for c in res.cell_errors)]
     if lab.spec.manual:
         out.append(t(M.GS_BY_HAND, grade_ids=", ".join(m.grade_id for m in lab.spec.manual)))
     if note:

@@ -1,31 +1,39 @@
 """Typed results: what the grader decided for one student and for each item, and their two serial forms.
 
-Layer: grader side, above ``protocol``; imports numpy, the standard library and ``protocol`` (for the wire's
-limits). :class:`Result` is written to the cache as JSON (:meth:`Result.to_json`, :meth:`Result.from_json`);
-its fields read by key too, like that JSON. :func:`decode_value` reads one value the sandboxed child sent back,
+Layer: grader side, above ``protocol`` and ``messages``; imports numpy, the standard library, ``protocol`` (for the
+wire's limits) and ``messages`` (a result's notes and lines are messages, rendered only by the reports).
+:class:`Result` is written to the cache as JSON (:meth:`Result.to_json`, :meth:`Result.from_json`); its fields
+read by key too, the messages then in English (as scripts and tests read them). :func:`decode_value` reads one value the sandboxed child sent back,
 trusting nothing in it.
 """
 
 from __future__ import annotations
 
 import base64
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
+from .messages import Msg
 from .protocol import MAX_LEAF
 
+FORMAT = 2  # of the cached JSON: 2, messages as {"t", "p"} (1 held English lines); another is graded again
 STATUSES = ("graded", "malformed", "timeout", "memory", "crashed", "ambiguous", "duplicate", "wrong_lab")
 
 
 class _ByKey:
-    """Read access by key as well as by attribute (``res["status"]`` is ``res.status``), for scripts and tests
-    written against the JSON form; only the fields are keys."""
+    """Read access by key as well as by attribute (``res["status"]`` is ``res.status``), for scripts and tests:
+    only the fields are keys, and a message reads as its English (``res["note"]``: ``""`` when there is none)."""
 
     def __getitem__(self, key: str):
         if key not in self.__dataclass_fields__:  # type: ignore[attr-defined]
             raise KeyError(key)
-        return getattr(self, key)
+        value = getattr(self, key)
+        if key == "note" and value is None:
+            return ""
+        if isinstance(value, list):
+            return [str(v) if isinstance(v, Msg) else v for v in value]
+        return str(value) if isinstance(value, Msg) else value
 
     def get(self, key: str, default=None):
         return self[key] if key in self.__dataclass_fields__ else default  # type: ignore[attr-defined]
@@ -33,11 +41,11 @@ class _ByKey:
 
 @dataclass
 class ItemResult(_ByKey):
-    """One autograded item: the points earned, the item's maximum and the feedback lines (English)."""
+    """One autograded item: the points earned, the item's maximum and the feedback lines."""
 
     points: float
     max: float
-    lines: list[str]
+    lines: list[Msg]
 
 
 @dataclass
@@ -47,10 +55,10 @@ class Result(_ByKey):
 
     student: str
     status: str | None = None  # one of STATUSES once graded
-    note: str = ""
+    note: Msg | None = None  # why it was not graded, or what was not run as Jupyter would
     items: dict[str, ItemResult] = field(default_factory=dict)  # grade_id -> result, autograded items only
     answers: dict[str, str | None] = field(default_factory=dict)  # written answers, for the manual pages
-    cell_errors: list[str] = field(default_factory=list)  # errors of the student's own cells, for feedback
+    cell_errors: list[Msg] = field(default_factory=list)  # errors of the student's own cells, for feedback
     sha256: str | None = None  # of the submission's bytes
     wall: float = 0.0  # seconds in the sandbox
 
@@ -61,7 +69,19 @@ class Result(_ByKey):
 
     def to_json(self) -> dict:
         """The plain-data form (nested dicts and lists), as cached."""
-        return asdict(self)
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        items = {
+            g: {"points": i.points, "max": i.max, "lines": [m.to_json() for m in i.lines]}
+            for g, i in self.items.items()
+        }
+        return {
+            **data,
+            "format": FORMAT,
+            "note": self.note and self.note.to_json(),
+            "items": items,
+            "answers": dict(self.answers),
+            "cell_errors": [m.to_json() for m in self.cell_errors],
+        }
 
     @classmethod
     def of(cls, res: Result | dict) -> Result:
@@ -70,10 +90,18 @@ class Result(_ByKey):
 
     @classmethod
     def from_json(cls, data: dict) -> Result:
-        """The result :meth:`to_json` gave (missing fields take their defaults); ``TypeError`` or ``KeyError`` for
-        anything else."""
-        items = {gid: ItemResult(**item) for gid, item in data["items"].items()}
-        return cls(**{**data, "items": items})
+        """The result :meth:`to_json` gave (missing fields take their defaults); ``TypeError``, ``KeyError`` or
+        ``ValueError`` for anything else (another format among them)."""
+        if data.get("format") != FORMAT:
+            raise ValueError(f"a result of format {data.get('format')}, not {FORMAT}")
+        items = {
+            gid: ItemResult(item["points"], item["max"], [Msg.from_json(m) for m in item["lines"]])
+            for gid, item in data["items"].items()
+        }
+        note = Msg.from_json(data["note"]) if data.get("note") else None
+        errors = [Msg.from_json(m) for m in data.get("cell_errors", [])]
+        rest = {k: v for k, v in data.items() if k not in ("format", "items", "note", "cell_errors")}
+        return cls(**rest, items=items, note=note, cell_errors=errors)
 
 
 def decode_value(obj, depth: int = 0):

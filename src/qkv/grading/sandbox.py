@@ -30,7 +30,7 @@ BASE_UID = 61000  # children run as uid uid_base() + job index (no such user nee
 # The sandbox side of the grader, copied as the package qkv_grader next to the copy of qkv: each of these modules
 # imports only the standard library and the others (tests/grading/test_layers.py checks it).
 INSIDE_PACKAGE = "qkv_grader"
-INSIDE_MODULES = ("protocol", "tripwires", "limits", "shell", "standins", "child", "worker")
+INSIDE_MODULES = ("protocol", "words", "messages", "tripwires", "limits", "shell", "standins", "child", "worker")
 
 UID_BLOCKS = 4096  # blocks of 64 uids each, one per grader process
 # (block, its locked file descriptor): held, and so reserved, until this process ends

@@ -13,7 +13,48 @@ from dataclasses import dataclass
 from . import analysis
 from .compare import compare, to_float64, to_leaves
 from .lab import Lab
-from .messages import INPUT_ANSWERED, MAGIC_SKIPPED, SHELL_SKIPPED, WORKER_FAILED
+from .messages import (
+    CALL_TOO_SLOW,
+    CALLED_FORBIDDEN,
+    CELL_ERROR,
+    CELL_STOPPED,
+    CHECK,
+    CHECK_FAILED,
+    CHECK_LABELLED,
+    CHECKS,
+    CHILD_SAYS,
+    EVERY_CHECK,
+    EXITED,
+    FAILED_SOME,
+    FUNCTION_IN_CELL,
+    INPUT_ANSWERED,
+    KILLED,
+    MAGIC_SKIPPED,
+    NO_DEFINITION,
+    NO_RESULT,
+    NOT_A_TENSOR_RETURNED,
+    NOT_WRITTEN,
+    NOTE_AND_NOTE,
+    ONE_CHECK,
+    OUT_OF_MEMORY,
+    PASSED_ALL,
+    PASSED_ALL_BUT,
+    RAISED,
+    RAN_PAST,
+    SHELL_SKIPPED,
+    SLOW_STOPPED,
+    STILL_RUNNING,
+    STILL_RUNNING_AT,
+    TOO_MUCH_OUTPUT,
+    UNREADABLE_RESULT,
+    USES_FORBIDDEN,
+    USES_HATCHES,
+    WORKER_FAILED,
+    ZERO_POINTS,
+    Known,
+    Msg,
+    Param,
+)
 from .results import ItemResult, decode_value
 from .spec import Item, item_generator
 
@@ -35,27 +76,42 @@ def prepare(lab: Lab, seed: int) -> list[Prepared]:
     return out
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+def _checks(n: int) -> Msg:
+    return ONE_CHECK(n=n) if n == 1 else CHECKS(n=n)
 
 
-def _failure(m: dict) -> str:
+def _function(name: object, cell: object, cut: int = 60) -> Param:
+    """A function of the student's, maybe with its code cell (as the child reports it: its name read as text)."""
+    text = str(name)[:cut]
+    return FUNCTION_IN_CELL(function=text, cell=cell) if isinstance(cell, int) and cell else text
+
+
+def _said(m: dict) -> Msg | None:
+    """The message an exception of ours carried (a retired function's, a broken contract's), checked."""
+    try:
+        return Msg.from_json(m["said"], CHILD_SAYS) if "said" in m else None
+    except ValueError:
+        return None
+
+
+def _failure(m: dict) -> Msg:
     """Why a case whose call raised failed, in words for the student."""
     err = str(m["error"])[:400]
+    said = _said(m)
     if m.get("slow"):
-        why = (
-            f"{m['slow'][:80]} ran past the time limit"
-            if isinstance(m["slow"], str)
-            else err.removeprefix("TimeLimit: ")
-        )
-        return f"your code ran past the time limit of one call (an endless loop?): {why}"
+        slow = m["slow"]
+        if isinstance(slow, dict):
+            why: Param = RAN_PAST(functions=(_function(slow.get("function"), slow.get("cell"), 80),))
+        else:
+            why = said or err.removeprefix("TimeLimit: ")
+        return CALL_TOO_SLOW(why=why)
     if m.get("forbidden") or err.startswith("ForbiddenCall"):
-        return "your code called a function this exercise forbids"
+        return CALLED_FORBIDDEN()
     if err.startswith("NotImplementedError"):
-        return "not written yet (it still raises NotImplementedError)"
+        return NOT_WRITTEN()
     if m.get("unreadable"):
-        return f"your function returned something that is not a tensor or a number ({err})"
-    return f"your function raised {err}"
+        return NOT_A_TENSOR_RETURNED(error=err)
+    return RAISED(error=said or err)
 
 
 def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted: set[str]) -> dict[str, ItemResult]:
@@ -73,13 +129,13 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
     results = {}
     for p in prepared:
         item = p.item
-        fails: list[tuple[str, str]] = []  # (which check, why), in order
+        fails: list[tuple[Msg, Msg]] = []  # (which check, why), in order
         found = analysis.analyse(cells, item.function, item.forbid, trusted)
         for n, (case, exp) in enumerate(zip(p.cases, p.expected)):
-            what = f"check {n + 1} ({case.label})" if case.label else f"check {n + 1}"
+            what = CHECK_LABELLED(n=n + 1, label=Known(case.label)) if case.label else CHECK(n=n + 1)
             answer = cases.get((item.grade_id, n))
             if answer is None:
-                fails.append((what, "no result (the notebook stopped, timed out or crashed before this check)"))
+                fails.append((what, NO_RESULT()))
                 continue
             if "error" in answer:
                 fails.append((what, _failure(answer)))
@@ -87,7 +143,7 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
             try:
                 got = decode_value(answer.get("out"))
             except (ValueError, TypeError, KeyError):
-                fails.append((what, "the result could not be read"))
+                fails.append((what, UNREADABLE_RESULT()))
                 continue
             msg = compare(got, exp, item.atol, item.rtol)
             if msg is None and item.check is not None:
@@ -96,35 +152,27 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
                 fails.append((what, msg))
         failed = len(fails)
         if failed > 1 and failed == len(p.cases) and len({why for _, why in fails}) == 1:
-            lines = [f"every check: {fails[0][1]}"]  # one reason, said once
+            lines = [EVERY_CHECK(why=fails[0][1])]  # one reason, said once
         else:
-            lines = [f"{what}: {why}" for what, why in fails]
+            lines = [CHECK_FAILED(what=what, why=why) for what, why in fails]
         # Only what ran costs a point: the source's names (``found``) merely add detail to a run-time finding.
         ran = tripped.get(item.grade_id, set())
         forbidden = sorted(ran | set(found.forbidden)) if ran else []
         escaped = sorted(set(escapes[:5]) | set(found.hatches)) if item.forbid and escapes else []
         cheat = []
         if found.missing and failed:  # the reason a call failed, never a loss by itself
-            cheat.append(
-                f"no definition of {item.function} was found in your notebook (define it with `def` or `class`)"
-            )
+            cheat.append(NO_DEFINITION(function=item.function))
         if forbidden:
-            cheat.append(f"uses {', '.join(forbidden)}, which this exercise forbids (it would do the work for you)")
+            cheat.append(USES_FORBIDDEN(names=", ".join(forbidden)))  # code names, as they are
         if escaped:
-            cheat.append(
-                f"your notebook uses {', '.join(escaped)}, which can get around the grader's checks "
-                "(write the code plainly)"
-            )
+            cheat.append(USES_HATCHES(names=", ".join(escaped)))
         ok = failed == 0 and not cheat
+        checks = _checks(len(p.cases))
         if ok:
-            lines = [f"passed all {_plural(len(p.cases), 'check')}"]
+            lines = [PASSED_ALL(checks=checks)]
         else:
-            head = (
-                f"failed {failed} of {_plural(len(p.cases), 'check')}"
-                if failed
-                else f"passed all {_plural(len(p.cases), 'check')}, but:"
-            )
-            lines = [head] + [f"0 points: {c}" for c in cheat] + lines
+            head = FAILED_SOME(failed=failed, checks=checks) if failed else PASSED_ALL_BUT(checks=checks)
+            lines = [head] + [ZERO_POINTS(reason=c) for c in cheat] + lines
         results[item.grade_id] = ItemResult(float(item.points) if ok else 0.0, float(item.points), lines)
     return results
 
@@ -135,15 +183,15 @@ def _cell_no(msgs: list[dict], kind: str) -> int | None:
     return hits[-1] + 1 if hits else None
 
 
-def slow_functions(msgs: list[dict]) -> list[str]:
-    """'name (code cell N)' for each function of the student's that ran past its time limit."""
-    out = []
+def slow_functions(msgs: list[dict]) -> tuple[Param, ...]:
+    """Each function of the student's that ran past its time limit, with its code cell where known."""
+    out: list[Param] = []
     for m in msgs:
         if m.get("t") == "slow" and isinstance(m.get("function"), str):
-            text = m["function"][:60] + (f" (code cell {m['cell']})" if isinstance(m.get("cell"), int) else "")
-            if text not in out:
-                out.append(text)
-    return out[:10]
+            found = _function(m["function"], m.get("cell"))
+            if found not in out:
+                out.append(found)
+    return tuple(out[:10])
 
 
 def _first_line(cells: list[str], n: int) -> str:
@@ -153,7 +201,7 @@ def _first_line(cells: list[str], n: int) -> str:
     return f"`{line[:57]}...`" if len(line) > 60 else f"`{line}`"
 
 
-def status_of(header: dict, msgs: list[dict], cells: Sequence[str] = ()) -> tuple[str, str]:
+def status_of(header: dict, msgs: list[dict], cells: Sequence[str] = ()) -> tuple[str, Msg | None]:
     """The submission's status and the note that explains it, from the worker's header and the child's messages
     (``cells``: the notebook's code cells, to name a cell by its first line)."""
     state = header.get("state")
@@ -161,57 +209,57 @@ def status_of(header: dict, msgs: list[dict], cells: Sequence[str] = ()) -> tupl
     stopped = _cell_no(msgs, "stopped")
     if stopped is not None:
         seconds = next((m.get("seconds") for m in msgs if m.get("t") == "stopped"), 0)
-        seconds = f"{seconds:g}" if isinstance(seconds, (int, float)) else "?"
-        return "timeout", (
-            f"code cell {stopped} ({_first_line(list(cells), stopped)}) was still running at its time limit of "
-            f"{seconds} s of CPU time (an endless loop?); the notebook stopped there"
+        return "timeout", CELL_STOPPED(
+            cell=stopped,
+            line=_first_line(list(cells), stopped),
+            seconds=float(seconds) if isinstance(seconds, (int, float)) else "?",
         )
     if state == "timeout" or sig == 24:  # SIGXCPU: the CPU-time limit
         at = _cell_no(msgs, "at")
-        where = (
-            f" (it was running code cell {at})"
-            if at is not None and not any(m.get("t") == "done" for m in msgs)
-            else ""
-        )
-        return "timeout", f"the notebook was still running at the time limit{where} (an endless loop?)"
+        if at is not None and not any(m.get("t") == "done" for m in msgs):
+            return "timeout", STILL_RUNNING_AT(cell=at)
+        return "timeout", STILL_RUNNING()
     if any(m.get("t") == "memory" for m in msgs):
-        return "memory", "some code asked for more memory than a submission may use"
+        return "memory", OUT_OF_MEMORY()
     if state == "output":
-        return "crashed", "sent far more output than a notebook should"
+        return "crashed", TOO_MUCH_OUTPUT()
     if state == "worker":
-        return "crashed", WORKER_FAILED
+        return "crashed", WORKER_FAILED()
     if not any(m.get("t") == "done" for m in msgs):
-        how = f"killed by signal {sig}" if sig else f"exited with status {header.get('exit')}"
-        return "crashed", f"the notebook's process ended early ({how})"
+        return "crashed", KILLED(signal=str(sig)) if sig else EXITED(code=str(header.get("exit")))
     slow = slow_functions(msgs)
     if slow:
-        return "graded", (
-            f"{', '.join(slow)} ran past the time limit of one call (an endless loop?) and was "
-            "stopped; only the items that call it lost points"
-        )
-    return "graded", ""
+        return "graded", SLOW_STOPPED(functions=slow)
+    return "graded", None
 
 
-def cell_errors(msgs: list[dict], own: list[bool]) -> list[str]:
+def cell_errors(msgs: list[dict], own: list[bool]) -> list[Msg]:
     """The errors of the student's own cells (the lab's unchanged cells are not theirs to fix), for feedback."""
     return [
-        f"code cell {m['i'] + 1}: {str(m.get('error'))[:300]}"
+        CELL_ERROR(cell=m["i"] + 1, error=str(m.get("error"))[:300])
         for m in msgs
         if m.get("t") == "cell" and isinstance(m.get("i"), int) and 0 <= m["i"] < len(own) and own[m["i"]]
     ][:20]
 
 
-def notes(msgs: list[dict]) -> list[str]:
+def notes(msgs: list[dict]) -> list[Msg]:
     """What the grader did not run as Jupyter would have (shell commands, unknown magics, ``input()``), once each."""
-    out: list[str] = []
+    out: list[Msg] = []
     for m in msgs:
         if m.get("t") != "note" or not isinstance(m.get("i"), int) or not isinstance(m.get("text"), str):
             continue
         cell, text = m["i"] + 1, "`" + m["text"][:80].replace("`", "'") + "`"
         if m.get("kind") == "input":
-            line = INPUT_ANSWERED.format(cell=cell)
+            line = INPUT_ANSWERED(cell=cell)
         else:
-            line = (SHELL_SKIPPED if m.get("kind") == "shell" else MAGIC_SKIPPED).format(cell=cell, command=text)
+            line = (SHELL_SKIPPED if m.get("kind") == "shell" else MAGIC_SKIPPED)(cell=cell, command=text)
         if line not in out:
             out.append(line)
     return out[:10]
+
+
+def joined(first: Msg | None, more: list[Msg]) -> Msg | None:
+    """Notes said one after the other (``a; b; c``)."""
+    for why in more:
+        first = why if first is None else NOTE_AND_NOTE(note=first, why=why)
+    return first

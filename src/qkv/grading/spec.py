@@ -19,8 +19,8 @@ How one item is graded: the sandbox runs the student's cells, then calls ``funct
 The item earns its points when every case matches and no graded call executed a forbidden callable; otherwise 0, like an
 nbgrader test cell (``compare.py`` compares, ``scoring.py`` scores). See ``specs/README.md`` for a walk-through.
 
-Layer: grader side, the bottom; imports torch and the standard library, nothing of the grader; ``specs/<lab>.py``
-import it (adding a lab's spec is copying one file there).
+Layer: grader side, above ``messages`` (a check's message); imports torch, the standard library and ``messages``;
+``specs/<lab>.py`` import it (adding a lab's spec is copying one file there).
 """
 
 from __future__ import annotations
@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
+
+from .messages import Msg
 
 __all__ = [
     "COSINE_FAMILY",
@@ -113,7 +115,7 @@ class Item:
     call: Callable[..., Any] | None = None
     # Optional: check(case, got, expected) -> None or a message for the student; runs in the grader after the
     # value comparison passed, on float64 numpy leaves (got and expected have the same nesting).
-    check: Callable[[Case, Any, Any], str | None] | None = None
+    check: Callable[[Case, Any, Any], Msg | None] | None = None
     # One sentence for the student's feedback: what this item tests.
     describe: str = ""
     # Name used in feedback (default: the function's name).

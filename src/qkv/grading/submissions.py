@@ -1,6 +1,6 @@
 """The submissions: one notebook per student found in a folder, and what the grader reads of a notebook.
 
-Layer: grader side, above ``lab``; imports the standard library and ``lab``. Nothing a submission contains is trusted:
+Layer: grader side, above ``lab`` and ``messages``; imports the standard library, ``lab`` and ``messages``. Nothing a submission contains is trusted:
 its bytes are parsed as JSON only, its cells taken in order by type, its metadata used only to display an answer.
 """
 
@@ -11,6 +11,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .lab import GradeError, Lab, cell_source
+from .messages import (
+    BOTH_FILE_AND_FOLDER,
+    EMPTY_FILE,
+    INVALID_JSON,
+    NO_CELLS,
+    NO_NOTEBOOK,
+    NOT_A_FILE,
+    SEVERAL_NOTEBOOKS,
+    TOO_LARGE,
+    Msg,
+)
 
 MAX_NOTEBOOK = 64 << 20  # bytes; larger files are "malformed" without being parsed
 
@@ -20,7 +31,7 @@ class Entry:
     student: str
     path: Path | None
     status: str | None = None  # set when it cannot be graded at all
-    note: str = ""
+    note: Msg | None = None
 
 
 def _notebooks(folder: Path) -> list[Path]:
@@ -50,14 +61,12 @@ def discover(root: Path, lab: str) -> list[Entry]:
     entries = []
     for student in sorted(set(files) | set(dirs)):
         if student in files and student in dirs:
-            entries.append(
-                Entry(student, None, "duplicate", f"both {student}.ipynb and a folder {student}/ were submitted")
-            )
+            entries.append(Entry(student, None, "duplicate", BOTH_FILE_AND_FOLDER(student=student)))
             continue
         if student in files:
             p = files[student]
             if p.is_symlink() or not p.is_file():
-                entries.append(Entry(student, None, "malformed", "the submission is not a regular file"))
+                entries.append(Entry(student, None, "malformed", NOT_A_FILE()))
             else:
                 entries.append(Entry(student, p))
             continue
@@ -68,26 +77,25 @@ def discover(root: Path, lab: str) -> list[Entry]:
         elif len(named) == 1:
             entries.append(Entry(student, named[0]))
         elif not nbs:
-            entries.append(Entry(student, None, "malformed", "no notebook (.ipynb) in the submission folder"))
+            entries.append(Entry(student, None, "malformed", NO_NOTEBOOK()))
         else:
-            entries.append(
-                Entry(student, None, "ambiguous", f"{len(nbs)} notebooks and no single {lab}.ipynb among them")
-            )
+            entries.append(Entry(student, None, "ambiguous", SEVERAL_NOTEBOOKS(count=len(nbs), lab=lab)))
     return entries
 
 
 def parse_notebook(data: bytes) -> list[dict]:
-    """The cells of a notebook as ``{"type", "source"}``; raises ValueError for anything that is not one."""
+    """The cells of a notebook as ``{"type", "source"}``; raises ValueError for anything that is not one (its
+    argument: the message that says why)."""
     if not data.strip():
-        raise ValueError("the file is empty")
+        raise ValueError(EMPTY_FILE())
     if len(data) > MAX_NOTEBOOK:
-        raise ValueError(f"the file is {len(data) >> 20} MB, too large for a notebook")
+        raise ValueError(TOO_LARGE(mb=len(data) >> 20))
     try:
         nb = json.loads(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
-        raise ValueError(f"not a notebook (invalid JSON: {str(err)[:120]})") from None
+        raise ValueError(INVALID_JSON(error=str(err)[:120])) from None
     if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise ValueError("not a notebook (no list of cells; nbformat 4 is expected)")
+        raise ValueError(NO_CELLS())
     cells = []
     for cell in nb["cells"]:
         if isinstance(cell, dict) and cell.get("cell_type") in ("code", "markdown", "raw"):

@@ -218,20 +218,20 @@ def check_spec(
             res = by_name[name]
             problems.append(
                 f"bug {name!r} should lose {sorted(losing)} but lost {sorted(lost)} (status "
-                f"{res.status}{': ' + res.note if res.note else ''})"
+                f"{res.status}{f': {res.note}' if res.note else ''})"
             )
     for name in alternatives:
         got = points(by_name[name])
         if got != full:
             res = by_name[name]
             lines = {
-                gid: res.items[gid].lines if gid in res.items else "no result"
+                gid: [str(m) for m in res.items[gid].lines] if gid in res.items else "no result"
                 for gid in full
                 if got.get(gid) != full[gid]
             }
             problems.append(
                 f"correct alternative {name!r} lost points (status {res.status}"
-                f"{': ' + res.note if res.note else ''}): {lines}"
+                f"{f': {res.note}' if res.note else ''}): {lines}"
             )
     assert not problems, "\n".join(problems)
     return by_name

@@ -1,6 +1,6 @@
 """One grading spec per lab: ``specs/<lab>.py`` defines ``SPEC = LabSpec(...)``. See README.md here.
 
-:func:`texts` lists what the specs show a student, for the translation catalog (``messages.catalog_messages``).
+:func:`texts` lists what the specs show a student, for the translation catalog (``catalog.catalog_messages``).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ import math
 import numpy as np
 import torch
 
+from qkv.grading.messages import NOT_REPRODUCIBLE, SAME_DRAWS
 from qkv.grading.spec import QKV_ATTENTION, TORCH_ATTENTION, Case, Item, LabSpec, Manual, draw_seed, randn
 
 FORBID = QKV_ATTENTION + TORCH_ATTENTION
@@ -28,7 +29,7 @@ def _same_twice(case, got, expected):
     first, second = got
     flat = lambda x: np.concatenate([np.ravel(a) for a in x]) if isinstance(x, list) else np.ravel(x)
     if not np.array_equal(flat(first), flat(second)):
-        return "two calls with the same seed gave different results: draw from a generator seeded with `seed`"
+        return NOT_REPRODUCIBLE()
     return None
 
 
@@ -159,10 +160,7 @@ def _same_draws(case, got, expected):
     first, at = got[0], list(case.args[0]).index(1)
     for n, stat in enumerate(STATS):
         if np.ravel(first[n])[at] != np.ravel(first[n + len(STATS)])[at]:
-            return (
-                f"at d_k = 1 the scaled and unscaled {stat} differ: measure both on the same draws "
-                "(draw q and k once for each d_k)"
-            )
+            return SAME_DRAWS(stat=stat)
     return None
 
 

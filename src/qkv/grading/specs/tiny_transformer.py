@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 import qkv
 from qkv.decoder import sample
+from qkv.grading.messages import TRAINED_TOO_LITTLE, Msg
 from qkv.grading.spec import Case, Item, LabSpec, Manual, draw_seed, randn
 
 FORBID = tuple(  # what would do an exercise: the library's and PyTorch's blocks, attention and layer norms
@@ -202,16 +203,15 @@ def train_reference(p, num_heads, seq_len, steps, seed):
     return [torch.zeros(steps, dtype=torch.float64)] + [weights[i : i + 8] for i in range(0, len(weights), 8)]
 
 
-def train_check(case: Case, got, expected) -> str | None:
+def train_check(case: Case, got, expected) -> Msg | None:
     """In the grader: load the trained weights into the library's model and measure the accuracy."""
     p, num_heads, seq_len, steps = case.args
     state = dict(zip(sorted(p), (torch.from_numpy(a.copy()) for group in got[1:] for a in group)))
     model = _library_model(p, num_heads, state)
     gen = torch.Generator().manual_seed(case.kwargs["seed"] + 1)
-    x, y = qkv.reversal_batch(512, seq_len, p["embed.weight"].shape[0], generator=gen)
-    accuracy = model.accuracy(x, y)
+    accuracy = model.accuracy(*qkv.reversal_batch(512, seq_len, p["embed.weight"].shape[0], generator=gen))
     if not math.isfinite(accuracy) or accuracy < THRESHOLD:
-        return f"after training, the model reverses {accuracy:.0%} of the tokens of new sequences correctly; it needs {THRESHOLD:.0%}"
+        return TRAINED_TOO_LITTLE(accuracy=f"{accuracy:.0%}", threshold=f"{THRESHOLD:.0%}")
     return None
 
 
