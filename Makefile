@@ -32,7 +32,7 @@ APT_PACKAGES := bubblewrap chromium fonts-noto-cjk
 
 help:
 	@echo "make book   build the book into _build/html"
-	@echo "make check  lint, format check and the library's fast unit tests (under a minute)"
+	@echo "make check  lint, format, types and the fast unit tests of the library and the grader (under a minute)"
 	@echo "make test   run every test (unit, property, notebooks, book build, grader, browser)"
 	@echo "make test LAB=soft_lookup  only the tests about one lab (its spec, self-checks, corpus, variants, notebooks)"
 	@echo "make lab    open JupyterLab on your own copy of the labs in work/ (installs only what the labs need)"
@@ -94,11 +94,13 @@ i18n: $(STAMP) vendor
 # --- end of the two editions' targets
 
 # One thread per pytest worker (and per kernel it starts): $(JOBS) workers share the cores without oversubscribing them.
-# Lint and format check (ruff, ruff.toml), types (mypy over src/, pyproject's [tool.mypy]) and the library's fast unit
-# tests: under a minute, run first by CI.
+# Lint and format check (ruff, ruff.toml), types (mypy over src/, pyproject's [tool.mypy]) and the fast unit tests of the
+# library and the grader (its layers, templates, analysis, time limits, magics): under a minute, run first by CI.
 FAST_TESTS := tests/test_attention.py tests/test_masks.py tests/test_multihead.py tests/test_positional.py \
 	tests/test_chunked.py tests/test_encoder.py tests/test_errors.py tests/test_properties.py tests/test_docstrings.py \
-	tests/test_lab_lists.py
+	tests/test_lab_lists.py tests/grading/test_layers.py tests/grading/test_messages.py \
+	tests/grading/test_grade_analysis.py tests/grading/test_grade_analysis_scopes.py tests/grading/test_grade_time.py \
+	tests/grading/test_fingerprint.py tests/grading/test_grade_magics.py
 check: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check src tests benchmarks tools _ext
