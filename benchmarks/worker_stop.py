@@ -19,10 +19,10 @@ from pathlib import Path
 from _common import RESULTS, machine, median, table, write_json
 
 from qkv.grading import sandbox
-from qkv.grading.limits import Limits
+from qkv.grading.jobs import Job, Limits
 from qkv.grading.testing import COURSE
 
-JOB = {"cells": ["x = 1 + 1"], "items": [], "limits": Limits(30, 1024).to_job()}
+JOB = Job(["x = 1 + 1"], Limits(30, 1024))
 
 
 def main() -> None:
@@ -38,7 +38,7 @@ def main() -> None:
             start = time.perf_counter()
             header, _ = worker.run(JOB)
             started = time.perf_counter() - start
-            if header["state"] != "exited":
+            if header.state != "exited":
                 sys.exit(f"the worker failed: {header}")
             start = time.perf_counter()
             worker.stop()

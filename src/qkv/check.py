@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import checkserver
-from .grading.limits import GRADE, Limits  # the standard library only: `qkv check` starts as fast
+from .grading.jobs import GRADE, Limits  # the standard library only: `qkv check` starts as fast
 
 if TYPE_CHECKING:
     from .grading.results import Result

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from qkv.grading import sandbox
-from qkv.grading.limits import Limits
+from qkv.grading.jobs import Job, Limits
 from qkv.grading.protocol import read_messages
 from qkv.grading.testing import COURSE
 
@@ -38,10 +38,10 @@ def _seen(tmp_path, fork: bool) -> list[str]:
     lib = sandbox.make_lib(COURSE / "src" / "qkv", tmp_path / ("forked" if fork else "started"))
     worker = sandbox.Worker(0, lib, sandbox=False, log=tmp_path / f"{fork}.log", fork=fork)
     try:
-        header, raw = worker.run({"cells": PROBES, "items": [], "limits": Limits(60, 1024).to_job()})
+        header, raw = worker.run(Job(PROBES, Limits(60, 1024)))
     finally:
         worker.stop()
-    assert header["state"] == "exited", (header, (tmp_path / f"{fork}.log").read_text())
+    assert header.state == "exited", (header, (tmp_path / f"{fork}.log").read_text())
     return [m["error"] for m in read_messages(raw) if m["t"] == "cell"]
 
 
@@ -77,14 +77,14 @@ def test_a_forked_worker_is_never_sandboxed(tmp_path):
 def test_a_forked_worker_that_dies_is_forked_again(tmp_path):
     lib = sandbox.make_lib(COURSE / "src" / "qkv", tmp_path)
     worker = sandbox.Worker(0, lib, sandbox=False, log=tmp_path / "w.log", fork=True)
-    job = {"cells": ["x = 1"], "items": [], "limits": Limits(60, 1024).to_job()}
+    job = Job(["x = 1"], Limits(60, 1024))
     try:
         header, _ = worker.run(job)
-        assert header["state"] == "exited"
+        assert header.state == "exited"
         first = worker.proc.pid
         os.kill(first, 9)
         worker.proc.wait(timeout=10)
         header, raw = worker.run(job)
-        assert header["state"] == "exited" and b'"t": "done"' in raw and worker.proc.pid != first
+        assert header.state == "exited" and b'"t": "done"' in raw and worker.proc.pid != first
     finally:
         worker.stop()

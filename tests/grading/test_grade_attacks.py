@@ -14,7 +14,7 @@ import pytest
 
 from qkv.grading import sandbox
 from qkv.grading.command import run_batch
-from qkv.grading.limits import Limits
+from qkv.grading.jobs import Job, Limits
 from qkv.grading.testing import COURSE
 
 ATTACKS = Path(__file__).parent / "attacks"
@@ -211,13 +211,13 @@ def test_a_submission_cannot_kill_or_hijack_the_worker(tmp_path):
     try:
         attack = json.loads((ATTACKS / "kill_the_worker.ipynb.json").read_text())
         cells = ["".join(c["source"]) for c in attack["cells"] if c["cell_type"] == "code"]
-        job = {"cells": cells, "items": [], "limits": Limits(TIMEOUT, 1024).to_job()}  # no CPU limits
+        job = Job(cells, Limits(TIMEOUT, 1024))  # no CPU limits
         pid = worker.proc.pid
         header, raw = worker.run(job)
-        assert header["state"] == "exited"
+        assert header.state == "exited"
         assert worker.proc.poll() is None and worker.proc.pid == pid, "the worker died"
         header, raw = worker.run(job)  # and it still grades the next one
-        assert header["state"] == "exited" and b'"t": "done"' in raw
+        assert header.state == "exited" and b'"t": "done"' in raw
     finally:
         worker.stop()
 

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 
 from . import messages as M
-from .limits import CALL_SHARE, CELL_CALLS, GRADE, GRADESCOPE
+from .jobs import CALL_SHARE, CELL_CALLS, GRADE, GRADESCOPE
 
 __all__ = ["add_parsers"]
 

@@ -20,8 +20,8 @@ from pathlib import Path
 from . import bwrap, sandbox
 from .atomic import write_atomic
 from .fingerprint import spec_fingerprint
+from .jobs import GRADE, Job, JobItem, Limits
 from .lab import RELEASED, GradeError, Lab, looks_like, the_courses
-from .limits import GRADE, Limits
 from .magics import python_source
 from .messages import GRADER_ERROR, UNREADABLE, WORKER_FAILED, WRONG_LAB
 from .protocol import read_messages
@@ -58,31 +58,31 @@ def grade_entry(
     code = [c["source"] for c in cells if c["type"] == "code"]
     known = [the_courses(c, lab) for c in cells if c["type"] == "code"]
     own = [not k for k in known]  # the cells the student wrote or changed: their errors are the student's
-    job = {
-        "cells": [python_source(src) for src in code],  # as IPython runs them (magics, shell escapes)
-        "course": [i for i, k in enumerate(known) if k == RELEASED],  # cells whose code keeps the course's rights
-        "limits": limits.to_job(),
-        "items": [
-            {
-                "grade_id": p.item.grade_id,
-                "function": p.item.function,
-                "forbid": list(p.item.forbid),
-                "call": p.item.call_source(),
-                "call_name": getattr(p.item.call, "__name__", None),
-                "helpers": p.item.helper_sources(),
-                "atol": p.item.atol,
-                "rtol": p.item.rtol,
-                "cases": [(c.args, c.kwargs) for c in p.cases],
-            }
+    job = Job(
+        cells=[python_source(src) for src in code],  # as IPython runs them (magics, shell escapes)
+        course=[i for i, k in enumerate(known) if k == RELEASED],  # cells whose code keeps the course's rights
+        limits=limits,
+        items=[
+            JobItem(
+                grade_id=p.item.grade_id,
+                function=p.item.function,
+                forbid=list(p.item.forbid),
+                call=p.item.call_source(),
+                call_name=getattr(p.item.call, "__name__", None),
+                helpers=p.item.helper_sources(),
+                atol=p.item.atol,
+                rtol=p.item.rtol,
+                cases=[(c.args, c.kwargs) for c in p.cases],
+            )
             for p in prepared
         ],
-    }
+    )
     assert worker is not None
     header, raw = worker.run(job)
     msgs = read_messages(raw)
     res.status, note = status_of(header, msgs, code)
     res.note = joined(note, notes(msgs))
-    res.wall = header.get("wall", 0.0)
+    res.wall = header.wall
     res.items = score(prepared, msgs, code, lab.released | {src.strip() for src, mine in zip(code, own) if not mine})
     res.cell_errors = cell_errors(msgs, own)
     return res

@@ -1,8 +1,8 @@
 """The child: one submission's code cells run in order, then the student's functions called on the grader's inputs.
 
 Layer: sandbox side, above ``tripwires``, ``limits`` and ``shell``; runs inside the sandbox (forked by ``worker.py``),
-imports the standard library and the sandbox side below it (``protocol``, ``messages``, ``tripwires``, ``limits``,
-``shell``); torch
+imports the standard library and the sandbox side below it (``protocol``, ``jobs``, ``messages``, ``tripwires``,
+``limits``, ``shell``); torch
 and numpy were imported by the worker. The cells arrive as Python (the grader transformed IPython's syntax). It
 writes plain arrays and short reports to its pipe; the grader trusts none of them: it compares values with its own
 reference and reads the rest only as feedback.
@@ -17,7 +17,8 @@ import os
 import sys
 from contextlib import contextmanager
 
-from .limits import CallTimer, Limits, TimeLimit, confine
+from .jobs import Job, JobItem, WorkerConfig
+from .limits import CallTimer, TimeLimit, confine
 from .messages import Msg
 from .protocol import MAX_LEAF, write_frame
 from .shell import NoInput, Shell
@@ -93,23 +94,22 @@ def sender(fd: int):
     return send
 
 
-def run_child(job: dict, fd: int, cfg: dict) -> None:
+def run_child(job: Job, fd: int, cfg: WorkerConfig) -> None:
     """Everything after fork: limits, privileges, tripwires, cells, cases."""
     send = sender(confine(fd, job, cfg))
     wires = Tripwires(send)
-    names = sorted({n for item in job["items"] for n in item["forbid"]})
+    names = sorted({n for item in job.items for n in item.forbid})
     wires.install(names)
-    wires.course |= {f"<cell {i + 1}>" for i in job.get("course", [])}  # the released lab's cells
+    wires.course |= {f"<cell {i + 1}>" for i in job.course}  # the released lab's cells
     sys.addaudithook(wires.audit)
     ns = {"__name__": "__main__", "__builtins__": builtins, "display": _quiet_display, "print": _quiet_print}
     shell = ns["get_ipython"] = Shell(ns, send)
     ns["input"] = shell.input
-    limits = Limits(**job["limits"])
-    timer, cell_seconds = CallTimer(limits.call_timeout), limits.cell_timeout
+    timer, cell_seconds = CallTimer(job.limits.call_timeout), job.limits.cell_timeout
 
     # Python already: the grader transformed the magics (magics.py); nothing is forbidden in the cells themselves,
     # only graded calls count
-    for i, src in enumerate(job["cells"]):
+    for i, src in enumerate(job.cells):
         shell.cell = i
         send({"t": "at", "i": i})
         try:
@@ -134,11 +134,11 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
                 send({"t": "memory"})
 
     calls = {}  # grade_id -> the spec's call, compiled as the grader's code
-    for item in job["items"]:
-        if item["call"]:
+    for item in job.items:
+        if item.call:
             scope: dict = {}
-            exec(compile(item["call"], GRADER_FILE, "exec"), scope)
-            calls[item["grade_id"]] = scope[item["call_name"]]
+            exec(compile(item.call, GRADER_FILE, "exec"), scope)
+            calls[item.grade_id] = scope[item.call_name]
 
     @contextmanager
     def guard():
@@ -148,24 +148,24 @@ def run_child(job: dict, fd: int, cfg: dict) -> None:
         finally:
             timer.disarm()
 
-    helpers = StandIns(ns, job["items"], guard, wires)
-    for item in job["items"]:
+    helpers = StandIns(ns, job.items, guard, wires)
+    for item in job.items:
         wires.item, wires.active = None, set()
         with helpers.around(item, calls):
-            wires.item, wires.active = item["grade_id"], set(item["forbid"])
-            _cases(item, calls.get(item["grade_id"]), ns, wires, timer, send)
+            wires.item, wires.active = item.grade_id, set(item.forbid)
+            _cases(item, calls.get(item.grade_id), ns, wires, timer, send)
     wires.item, wires.active = None, set()
     send({"t": "done"})
 
 
-def _cases(item: dict, call, ns: dict, wires: Tripwires, timer: CallTimer, send) -> None:
+def _cases(item: JobItem, call, ns: dict, wires: Tripwires, timer: CallTimer, send) -> None:
     """The item's cases, each one graded call watched by the tripwires; one message per case."""
-    for n, (args, kwargs) in enumerate(item["cases"]):
-        msg: dict = {"t": "case", "item": item["grade_id"], "case": n}
+    for n, (args, kwargs) in enumerate(item.cases):
+        msg: dict = {"t": "case", "item": item.grade_id, "case": n}
         try:
-            target = ns.get(item["function"])
+            target = ns.get(item.function)
             if target is None:
-                raise NameError(f"{item['function']} is not defined")
+                raise NameError(f"{item.function} is not defined")
             timer.arm()
             try:
                 with wires.watching():
@@ -180,8 +180,8 @@ def _cases(item: dict, call, ns: dict, wires: Tripwires, timer: CallTimer, send)
         except BaseException as err:
             slow = timer.retire(err, ns)  # the function the grader called is the one that used the time
             if slow is not None:
-                slow["function"] = slow["function"] or item["function"]
-                send({"t": "slow", **slow, "item": item["grade_id"]})
+                slow["function"] = slow["function"] or item.function
+                send({"t": "slow", **slow, "item": item.grade_id})
                 msg["slow"] = {"function": slow["function"], "cell": slow["cell"]}
             elif isinstance(err, TimeLimit):
                 msg["slow"] = True

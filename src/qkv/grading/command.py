@@ -20,8 +20,8 @@ from .atomic import write_atomic
 from .batch import grade_folder
 from .gradebook import record_grades
 from .gradescope import build_bundle
+from .jobs import Limits
 from .lab import GradeError, load_lab
-from .limits import Limits
 from .results import Result
 
 __all__ = ["bundle", "grade", "run_batch"]

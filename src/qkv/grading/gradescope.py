@@ -28,8 +28,8 @@ from pathlib import Path
 
 from qkv.labs import EDITIONS, lab_ids
 
+from .jobs import GRADESCOPE, Limits
 from .lab import GradeError, load_lab
-from .limits import GRADESCOPE, Limits
 from .messages import GS_FAILED, translator
 
 # Top-level packages a submission's notebook needs; pip resolves the rest. Versions come from requirements.lock

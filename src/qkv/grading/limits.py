@@ -1,8 +1,8 @@
 """The limits a child runs under: resources, privileges, and the CPU time of one cell or one graded call.
 
-Layer: sandbox side, above ``protocol`` and ``messages``; runs inside the sandbox, imports the standard library and
-``messages`` (a :class:`TimeLimit` carries its message). :class:`Limits` is the one place of a submission's limits, their defaults and the derived CPU limits: the
-grader side builds it, the job carries it as a dict, the sandbox side reads it back. :func:`confine` is the first
+Layer: sandbox side, above ``protocol``, ``jobs`` and ``messages``; runs inside the sandbox, imports the standard
+library, ``jobs`` (the job and the worker's configuration it confines a child by) and ``messages`` (a
+:class:`TimeLimit` carries its message). The limits themselves are ``jobs.Limits``. :func:`confine` is the first
 thing a forked child does; :class:`CallTimer` stops a cell or a call that runs past its share of CPU time, and
 :meth:`CallTimer.retire` retires the student's function that a graded call ran past its limit in, so that a looping
 function costs only the items that call it.
@@ -13,43 +13,15 @@ from __future__ import annotations
 import os
 import resource
 import signal
-from dataclasses import asdict, dataclass
 from time import process_time  # bound here: a cell that patches time.process_time changes nothing
 from types import FrameType
 
+from .jobs import Job, WorkerConfig
 from .messages import CPU_LIMIT, FUNCTION_IN_CELL, RAN_PAST_EARLIER, Msg
 
 NPROC = 64  # processes (threads included) one submission's uid may have
 MAX_FILE = 64 * 1024 * 1024  # bytes of one file it writes
 MAX_FILES = 256  # open file descriptors
-CALL_SHARE = 8  # by default, one graded call may use 1/CALL_SHARE of the time limit in CPU seconds
-CELL_CALLS = 4  # and one cell CELL_CALLS times a call's share: an explore cell that trains is no endless loop
-
-
-@dataclass(frozen=True)
-class Limits:
-    """One submission's limits. :meth:`of` derives the CPU limits from the wall clock; :data:`GRADE` and
-    :data:`GRADESCOPE` are the commands' defaults. A job carries ``limits.to_job()``; ``Limits(**job["limits"])``
-    reads it back inside the sandbox (a job written by hand may leave the CPU limits out: then there are none)."""
-
-    timeout: float  # wall-clock seconds for the whole notebook (the worker's deadline; CPU time: timeout + 1)
-    memory_mb: int  # MB of address space for the submission's own code, above the worker's own size
-    call_timeout: float = 0.0  # CPU seconds of one graded call, or of one call a cell makes (0: no limit)
-    cell_timeout: float = 0.0  # CPU seconds of one cell in all (0: no limit)
-
-    @classmethod
-    def of(cls, timeout: float, memory_mb: int, call_timeout: float | None = None) -> Limits:
-        """``call_timeout`` by default (None or 0) ``timeout / CALL_SHARE``; a cell ``CELL_CALLS`` times that."""
-        call = call_timeout or timeout / CALL_SHARE
-        return cls(timeout, memory_mb, call, call * CELL_CALLS)
-
-    def to_job(self) -> dict[str, float]:
-        """The plain form a job carries across the sandbox (the worker cannot unpickle the grader's classes)."""
-        return asdict(self)
-
-
-GRADE = Limits.of(120.0, 4096)  # `qkv grade` and `qkv check`
-GRADESCOPE = Limits.of(300.0, 512)  # the Gradescope bundle: with the kernel's measured peak, fits a 1.5 GB container
 
 
 class TimeLimit(BaseException):
@@ -74,7 +46,7 @@ def no_new_privs() -> None:
         pass
 
 
-def confine(fd: int, job: dict, cfg: dict) -> int:
+def confine(fd: int, job: Job, cfg: WorkerConfig) -> int:
     """A freshly forked child: its own session, no standard streams, resource limits, the submission's uid,
     its own working folder. Returns the channel's new descriptor (3; every other one is closed)."""
     os.setsid()  # its own session and process group: the worker kills the group at the end
@@ -88,7 +60,7 @@ def confine(fd: int, job: dict, cfg: dict) -> int:
         for line in f:
             if line.startswith("VmSize:"):
                 vm_kb = int(line.split()[1])
-    limits = Limits(**job["limits"])
+    limits = job.limits
     for lim, value in (
         (resource.RLIMIT_AS, vm_kb * 1024 + limits.memory_mb * 1024 * 1024),  # the worker's own size, plus the share
         (resource.RLIMIT_CPU, int(limits.timeout) + 1),
@@ -98,11 +70,12 @@ def confine(fd: int, job: dict, cfg: dict) -> int:
         (resource.RLIMIT_NOFILE, MAX_FILES),
     ):
         resource.setrlimit(lim, (value, value))
-    if cfg["drop"]:
-        become(cfg["uid"])
+    if cfg.drop:
+        become(cfg.uid)
     no_new_privs()
     os.umask(0o077)  # what it writes, no other uid can read
-    os.chdir(job["cwd"])
+    assert job.cwd is not None, "the worker gives each job its folder"
+    os.chdir(job.cwd)
     return 3
 
 

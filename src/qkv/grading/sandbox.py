@@ -1,6 +1,6 @@
 """The grader's end of the sandbox: the lib a worker sees, its unprivileged uids, and the worker process itself.
 
-Layer: grader side, above ``bwrap`` and ``protocol``; imports the standard library, ``protocol`` and ``bwrap`` (it
+Layer: grader side, above ``bwrap``, ``protocol`` and ``jobs``; imports the standard library, those three and ``forked`` (it
 starts the sandbox side as a program, never imports it). A worker (``worker.py``) is started once per parallel job,
 in its own bubblewrap sandbox (``bwrap.py``) or, with ``--no-sandbox``, as a plain process. As root, each child it
 forks switches to the job's own uid (``uid_base() + job``) before running anything of the student's, so RLIMIT_NPROC
@@ -19,18 +19,30 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from .bwrap import BWRAP_HINT, INSIDE, bwrap_command, bwrap_path, python_executable
 from .forked import ForkedWorker
-from .limits import Limits
+from .jobs import Header, Job, Ready, WorkerConfig
 from .protocol import read_frame, write_frame
 
 BASE_UID = 61000  # children run as uid uid_base() + job index (no such user needs to exist)
 # The sandbox side of the grader, copied as the package qkv_grader next to the copy of qkv: each of these modules
 # imports only the standard library and the others (tests/grading/test_layers.py checks it).
 INSIDE_PACKAGE = "qkv_grader"
-INSIDE_MODULES = ("protocol", "words", "messages", "tripwires", "limits", "shell", "standins", "child", "worker")
+INSIDE_MODULES = (
+    "protocol",
+    "jobs",
+    "words",
+    "messages",
+    "tripwires",
+    "limits",
+    "shell",
+    "standins",
+    "child",
+    "worker",
+)
 
 UID_BLOCKS = 4096  # blocks of 64 uids each, one per grader process
 # (block, its locked file descriptor): held, and so reserved, until this process ends
@@ -155,17 +167,17 @@ class Worker:
             raise ValueError("a sandboxed worker is always started afresh")
         self.index, self.lib, self.sandbox, self.log, self.fork = index, lib, sandbox, log, fork
         root = os.geteuid() == 0
-        self.cfg = {
-            "uid": uid_base() + index % 64,
-            "drop": root,
-            "max_bytes": max_bytes,
-            "preload": PRELOAD,
-            "kill": "namespace" if sandbox else ("uid" if root else "group"),
-            "tmp": "/tmp" if sandbox else None,
-        }
+        self.cfg = WorkerConfig(
+            uid=uid_base() + index % 64,
+            drop=root,
+            max_bytes=max_bytes,
+            preload=PRELOAD,
+            kill="namespace" if sandbox else ("uid" if root else "group"),
+            tmp="/tmp" if sandbox else None,
+        )
         self.proc: subprocess.Popen | ForkedWorker | None = None
         self.tmp: str | None = None
-        self.info: dict = {}
+        self.info: Ready | None = None
 
     def start(self) -> None:
         if self.sandbox:
@@ -176,7 +188,7 @@ class Worker:
         else:
             self.tmp = tempfile.mkdtemp(prefix="qkv-grade-")
             os.chmod(self.tmp, 0o711)
-            self.cfg["tmp"] = self.tmp
+            self.cfg = replace(self.cfg, tmp=self.tmp)
             cmd = worker_program(sys.executable, str(self.lib))
         env = (
             None
@@ -195,9 +207,9 @@ class Worker:
                 self.proc = subprocess.Popen(
                     cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, env=env, start_new_session=True
                 )
-        self._send(pickle.dumps(self.cfg))
+        self._send(pickle.dumps(self.cfg.to_wire()))
         try:
-            self.info = json.loads(self._recv(time.monotonic() + 300))
+            self.info = Ready.from_wire(json.loads(self._recv(time.monotonic() + 300)))
         except (EOFError, TimeoutError) as err:
             self.stop()
             raise SandboxError(f"the grading worker did not start ({err}); see {self.log}") from None
@@ -210,7 +222,7 @@ class Worker:
         assert self.proc and self.proc.stdout
         return read_frame(self.proc.stdout.fileno(), deadline)
 
-    def run(self, job: dict) -> tuple[dict, bytes]:
+    def run(self, job: Job) -> tuple[Header, bytes]:
         """Grade one job; a worker that dies or hangs is restarted and the job reported as crashed."""
         try:
             if self.proc is None or self.proc.poll() is not None:
@@ -218,14 +230,14 @@ class Worker:
                 # is this job's failure, reported like a worker that died: before, it escaped as a grader error
                 # and left the result without its items.
                 self.start()
-            self._send(pickle.dumps(job))
-            deadline = time.monotonic() + Limits(**job["limits"]).timeout + 60
-            header = json.loads(self._recv(deadline))
+            self._send(pickle.dumps(job.to_wire()))
+            deadline = time.monotonic() + job.limits.timeout + 60
+            header = Header.from_wire(json.loads(self._recv(deadline)))
             raw = self._recv(deadline)
             return header, raw
         except (EOFError, TimeoutError, BrokenPipeError, OSError) as err:
             self.stop()
-            return {"state": "worker", "signal": None, "exit": None, "wall": 0.0, "bytes": 0, "error": str(err)}, b""
+            return Header("worker", error=str(err)), b""
 
     def stop(self) -> None:
         """Close the worker's stdin (it exits at once on end of file) and wait for it; kill it if it lingers."""

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from . import analysis
 from .compare import compare, to_float64, to_leaves
+from .jobs import Header
 from .lab import Lab
 from .messages import (
     CALL_TOO_SLOW,
@@ -201,11 +202,10 @@ def _first_line(cells: list[str], n: int) -> str:
     return f"`{line[:57]}...`" if len(line) > 60 else f"`{line}`"
 
 
-def status_of(header: dict, msgs: list[dict], cells: Sequence[str] = ()) -> tuple[str, Msg | None]:
+def status_of(header: Header, msgs: list[dict], cells: Sequence[str] = ()) -> tuple[str, Msg | None]:
     """The submission's status and the note that explains it, from the worker's header and the child's messages
     (``cells``: the notebook's code cells, to name a cell by its first line)."""
-    state = header.get("state")
-    sig = header.get("signal")
+    state, sig = header.state, header.signal
     stopped = _cell_no(msgs, "stopped")
     if stopped is not None:
         seconds = next((m.get("seconds") for m in msgs if m.get("t") == "stopped"), 0)
@@ -226,7 +226,7 @@ def status_of(header: dict, msgs: list[dict], cells: Sequence[str] = ()) -> tupl
     if state == "worker":
         return "crashed", WORKER_FAILED()
     if not any(m.get("t") == "done" for m in msgs):
-        return "crashed", KILLED(signal=str(sig)) if sig else EXITED(code=str(header.get("exit")))
+        return "crashed", KILLED(signal=str(sig)) if sig else EXITED(code=str(header.exit))
     slow = slow_functions(msgs)
     if slow:
         return "graded", SLOW_STOPPED(functions=slow)

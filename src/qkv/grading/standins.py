@@ -1,7 +1,7 @@
 """Stand-ins: a student's helper is kept when it is correct, and replaced only when the spec's checks show it wrong.
 
 Layer: sandbox side, above ``tripwires`` and ``limits``; runs inside the sandbox, imports the standard library
-(torch lazily, from the worker's process). An item lists, in ``Item.helpers``, correct versions of the other
+(torch lazily, from the worker's process), ``jobs`` (the job's items) and ``tripwires``. An item lists, in ``Item.helpers``, correct versions of the other
 exercises' functions that its own function may call. Before the item's cases run, each such helper of the
 student's is called on the cases of the item that grades it, next to the stand-in; when it raises or differs,
 the stand-in takes its name in the notebook's namespace for this item's calls only (one bug costs one item).
@@ -16,6 +16,7 @@ import copy
 import inspect
 from contextlib import contextmanager
 
+from .jobs import JobItem
 from .tripwires import GRADER_FILE
 
 
@@ -62,15 +63,15 @@ class StandIns:
     """The stand-ins of one submission: ``ns`` is the notebook's namespace, ``items`` the job's items, ``guard``
     a context that runs the student's code under the time limit of one call."""
 
-    def __init__(self, ns: dict, items: list[dict], guard, wires) -> None:
+    def __init__(self, ns: dict, items: list[JobItem], guard, wires) -> None:
         self.ns, self.guard, self.wires = ns, guard, wires
         self.scope: dict = {"__name__": "qkv_standins"}
         for item in items:
-            for source in (item.get("helpers") or {}).values():
+            for source in item.helpers.values():
                 exec(compile(source, GRADER_FILE, "exec"), self.scope)
-        self.graded: dict[str, dict] = {}  # function name -> the first item that grades it
+        self.graded: dict[str, JobItem] = {}  # function name -> the first item that grades it
         for item in items:
-            self.graded.setdefault(item["function"], item)
+            self.graded.setdefault(item.function, item)
         self.verdict: dict[tuple, bool] = {}
 
     def _correct(self, name: str, calls: dict, forbid: list[str]) -> bool:
@@ -82,14 +83,14 @@ class StandIns:
             ok, trips = callable(mine), self.wires.trips
             self.wires.active = set(forbid)
             if ok and item is not None:
-                call = calls.get(item["grade_id"])
+                call = calls.get(item.grade_id)
                 run = (lambda f, *a, **k: call(f, *a, **k)) if call else (lambda f, *a, **k: f(*a, **k))
                 try:
-                    for args, kwargs in item["cases"]:
+                    for args, kwargs in item.cases:
                         want = run(self.scope[name], *copy.deepcopy(args), **copy.deepcopy(kwargs))
                         with self.guard():
                             got = run(mine, *copy.deepcopy(args), **copy.deepcopy(kwargs))
-                        if not _close(got, want, item.get("atol", 1e-5), item.get("rtol", 1e-4)):
+                        if not _close(got, want, item.atol, item.rtol):
                             ok = False
                             break
                 except BaseException:  # a helper that raises or loops is not kept
@@ -99,10 +100,9 @@ class StandIns:
         return self.verdict[key]
 
     @contextmanager
-    def around(self, item: dict, calls: dict):
+    def around(self, item: JobItem, calls: dict):
         """While ``item``'s cases run: its helpers that the checks show wrong are the stand-ins."""
-        helpers = item.get("helpers") or {}
-        names = [n for n in helpers if n != item["function"] and not self._correct(n, calls, item["forbid"])]
+        names = [n for n in item.helpers if n != item.function and not self._correct(n, calls, item.forbid)]
         saved = {n: self.ns[n] for n in names if n in self.ns}
         for n in names:
             self.ns[n] = tolerant(self.scope[n])

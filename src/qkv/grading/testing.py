@@ -36,8 +36,8 @@ from pathlib import Path
 from . import sandbox
 from .batch import grade_entry
 from .command import run_batch
+from .jobs import Limits
 from .lab import load_lab
-from .limits import Limits
 from .results import Result
 from .scoring import prepare
 from .submissions import Entry

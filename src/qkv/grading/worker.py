@@ -2,7 +2,7 @@
 
 Layer: sandbox side, the top of it; runs inside the sandbox, started by ``sandbox.py`` as
 ``qkv_grader.worker`` from the copy that ``sandbox.make_lib`` makes; imports the standard library and the
-sandbox side below it (``protocol``, ``limits``, ``child``). The worker (trusted) imports torch and friends
+sandbox side below it (``protocol``, ``jobs``, ``limits``, ``child``). The worker (trusted) imports torch and friends
 once, then for each job forks a child (``child.py``), enforces the wall-clock limit, caps the bytes read, kills
 every process the submission started, removes its files, and relays the child's raw bytes to the grader.
 """
@@ -19,18 +19,20 @@ import signal
 import sys
 import tempfile
 import time
+from dataclasses import replace
 
 from .child import run_child, short
-from .limits import Limits, become
+from .jobs import Header, Job, Ready, WorkerConfig
+from .limits import become
 from .protocol import read_frame, write_frame
 
 
-def _as_uid(cfg: dict, fn) -> None:
+def _as_uid(cfg: WorkerConfig, fn) -> None:
     """Run ``fn`` in a short-lived helper process with the submission's uid."""
     helper = os.fork()
     if helper == 0:
         try:
-            become(cfg["uid"])
+            become(cfg.uid)
             fn()
         except BaseException:
             pass
@@ -58,14 +60,14 @@ def _remove_own_files() -> None:
                 pass
 
 
-def _kill_leftovers(pid: int, cfg: dict, cwd: str) -> None:
+def _kill_leftovers(pid: int, cfg: WorkerConfig, cwd: str) -> None:
     """Every process the submission started is gone, and its files too, when this returns."""
     for target in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
         try:
             target()
         except (ProcessLookupError, PermissionError):
             pass
-    mode = cfg["kill"]
+    mode = cfg.kill
     if mode == "namespace":  # the worker is alone in its PID namespace: -1 reaches every other process in it
         try:
             os.kill(-1, signal.SIGKILL)
@@ -80,7 +82,7 @@ def _kill_leftovers(pid: int, cfg: dict, cwd: str) -> None:
                 break
         except ChildProcessError:
             break
-    if cfg["drop"]:  # the files belong to the submission's uid: remove them as that uid
+    if cfg.drop:  # the files belong to the submission's uid: remove them as that uid
         _as_uid(cfg, lambda: shutil.rmtree(cwd, ignore_errors=True))
         try:
             os.rmdir(cwd)
@@ -90,12 +92,12 @@ def _kill_leftovers(pid: int, cfg: dict, cwd: str) -> None:
         shutil.rmtree(cwd, ignore_errors=True)
 
 
-def run_job(job: dict, cfg: dict) -> tuple[dict, bytes]:
+def run_job(job: Job, cfg: WorkerConfig) -> tuple[Header, bytes]:
     """Fork a child for ``job``, collect what it writes until it ends or its time is up; the header says how it ended."""
-    cwd = tempfile.mkdtemp(prefix="sub-", dir=cfg["tmp"])
-    if cfg["drop"]:
-        os.chown(cwd, cfg["uid"], cfg["uid"])
-    job = dict(job, cwd=cwd)
+    cwd = tempfile.mkdtemp(prefix="sub-", dir=cfg.tmp)
+    if cfg.drop:
+        os.chown(cwd, cfg.uid, cfg.uid)
+    job = replace(job, cwd=cwd)
     r, w = os.pipe()
     start = time.monotonic()
     pid = os.fork()
@@ -114,7 +116,7 @@ def run_job(job: dict, cfg: dict) -> tuple[dict, bytes]:
         finally:
             os._exit(0)
     os.close(w)
-    deadline = start + Limits(**job["limits"]).timeout
+    deadline = start + job.limits.timeout
     buf = bytearray()
     state, exit_status = "exited", None
     try:
@@ -137,7 +139,7 @@ def run_job(job: dict, cfg: dict) -> tuple[dict, bytes]:
                 eof = True
             else:
                 buf += chunk
-                if len(buf) > cfg["max_bytes"]:
+                if len(buf) > cfg.max_bytes:
                     state = "output"
                     break
         done_pid, status = os.waitpid(pid, os.WNOHANG)
@@ -146,7 +148,7 @@ def run_job(job: dict, cfg: dict) -> tuple[dict, bytes]:
             # drain what the child wrote before it ended (its descendants may hold the pipe open)
             while select.select([r], [], [], 0)[0]:
                 chunk = os.read(r, 1 << 16)
-                if not chunk or len(buf) > cfg["max_bytes"]:
+                if not chunk or len(buf) > cfg.max_bytes:
                     break
                 buf += chunk
             break
@@ -159,26 +161,26 @@ def run_job(job: dict, cfg: dict) -> tuple[dict, bytes]:
     for fdx in (r, pidfd):
         if fdx is not None:
             os.close(fdx)
-    header = {
-        "state": state,
-        "signal": os.WTERMSIG(exit_status) if os.WIFSIGNALED(exit_status) else None,
-        "exit": os.WEXITSTATUS(exit_status) if os.WIFEXITED(exit_status) else None,
-        "wall": round(time.monotonic() - start, 3),
-        "bytes": len(buf),
-    }
-    return header, bytes(buf[: cfg["max_bytes"]])
+    header = Header(
+        state=state,
+        signal=os.WTERMSIG(exit_status) if os.WIFSIGNALED(exit_status) else None,
+        exit=os.WEXITSTATUS(exit_status) if os.WIFEXITED(exit_status) else None,
+        wall=round(time.monotonic() - start, 3),
+        bytes=len(buf),
+    )
+    return header, bytes(buf[: cfg.max_bytes])
 
 
 def main() -> None:
     """The worker's loop: a configuration frame, then one job frame per submission, until the grader closes stdin."""
     inp, out = sys.stdin.fileno(), sys.stdout.fileno()
-    cfg = pickle.loads(read_frame(inp))
+    cfg = WorkerConfig.from_wire(pickle.loads(read_frame(inp)))
     os.environ.update({"MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"})
     import numpy  # noqa: F401  everything a submission is likely to import, loaded once here
     import torch
 
     torch.set_num_threads(1)
-    for name in cfg.get("preload", []):
+    for name in cfg.preload:
         try:
             module = importlib.import_module(name)
             for public in getattr(module, "__all__", ()):  # a package that loads its names lazily (qkv) loads them
@@ -188,7 +190,7 @@ def main() -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    if not cfg["drop"]:  # same uid as the children: at least keep them from ptracing or reading this worker
+    if not cfg.drop:  # same uid as the children: at least keep them from ptracing or reading this worker
         try:
             import ctypes
 
@@ -200,14 +202,14 @@ def main() -> None:
     # What the worker loaded lives as long as it does: the children's garbage collections skip it, and its pages
     # stay shared instead of being copied into each child (the scaling lab's plotting cell: 1.4 -> 1.0 s of CPU).
     gc.freeze()
-    write_frame(out, json.dumps({"ready": True, "pid": os.getpid(), "uid": os.getuid()}).encode())
+    write_frame(out, json.dumps(Ready(os.getpid(), os.getuid()).to_wire()).encode())
     while True:
         try:
-            job = pickle.loads(read_frame(inp))
+            job = Job.from_wire(pickle.loads(read_frame(inp)))
         except EOFError:
             # The grader is done with this worker. Nothing is left to flush or clean (each job cleaned up after
             # itself), and a normal interpreter exit would tear down torch's modules for seconds: leave at once.
             os._exit(0)
         header, raw = run_job(job, cfg)
-        write_frame(out, json.dumps(header).encode())
+        write_frame(out, json.dumps(header.to_wire()).encode())
         write_frame(out, raw)
