@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import RESULTS, machine, table, write_json
 
+from qkv.grading.results import Result
 from qkv.grading.spec import load_spec
 from qkv.grading.testing import COURSE, completed_lab
 from qkv.labs import lab_ids
@@ -84,7 +85,7 @@ def run_qkv(lab: str, subs: Path, out: Path, jobs: int) -> tuple[float, dict[str
     wall = time.perf_counter() - start
     with open(out / "grades.csv", encoding="utf-8") as f:
         totals = {row["student"]: float(row["total"]) for row in csv.DictReader(f)}
-    results = [json.loads(p.read_text()) for p in (out / "results").glob("*.json")]
+    results = [Result.from_json(json.loads(p.read_text())) for p in (out / "results").glob("*.json")]
     return wall, totals, results
 
 
@@ -115,7 +116,7 @@ def bench_lab(lab: str, n: int, jobs: int, tmp: Path) -> dict:
     make_submissions(lab, n, subs)
     qkv_wall, qkv_totals, results = run_qkv(lab, subs, tmp / lab / "qkv-out", jobs)
     nb_wall, nb_totals = run_nbgrader(lab, subs, tmp / lab / "nbgrader-course")
-    child = sorted(r["wall"] for r in results if r.get("wall"))
+    child = sorted(r.wall for r in results if r.wall)
     # the mean, like nbgrader's wall / n: the submissions are of three kinds, and a median picks one kind
     qkv_per = max(sum(child) / len(child) / jobs if child else qkv_wall / n, 1e-3)
     return {

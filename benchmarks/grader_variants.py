@@ -63,8 +63,8 @@ def sweep(lab: str, combos: int, per_bug: int, jobs: int, rerun: Path | None = N
             "bug": v.bug,
             "name": v.name,
             "problems": problems(v, results[k]),
-            "points": {gid: r["points"] for gid, r in results[k]["items"].items()},
-            "wall": results[k]["wall"],
+            "points": {gid: r.points for gid, r in results[k].items.items()},
+            "wall": results[k].wall,
         }
         for k, v in keyed.items()
     ]

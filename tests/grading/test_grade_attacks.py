@@ -15,6 +15,7 @@ import pytest
 from qkv.grading import sandbox
 from qkv.grading.command import run_batch
 from qkv.grading.jobs import Job, Limits
+from qkv.grading.results import Result
 from qkv.grading.testing import COURSE
 
 ATTACKS = Path(__file__).parent / "attacks"
@@ -128,11 +129,11 @@ def batch(tmp_path_factory):
         seed=7,
         log=lambda *a, **k: None,
     )
-    return {"results": {r["student"]: r for r in results}, "out": out, "subs": subs, "alive": _uids_alive()}
+    return {"results": {r.student: r for r in results}, "out": out, "subs": subs, "alive": _uids_alive()}
 
 
-def _total(res: dict) -> float:
-    return sum(i["points"] for i in res["items"].values())
+def _total(res: Result) -> float:
+    return sum(i.points for i in res.items.values())
 
 
 def test_every_student_has_a_row_and_no_more(batch):
@@ -147,7 +148,7 @@ def test_every_student_has_a_row_and_no_more(batch):
 def test_attack_earns_no_more_than_its_real_functions(batch, student):
     res = batch["results"][student]
     status, points = EXPECTED[student]
-    assert (res["status"], _total(res)) == (status, points), res
+    assert (res.status, _total(res)) == (status, points), res
 
 
 def test_no_process_survives_the_batch(batch):
@@ -224,7 +225,7 @@ def test_a_submission_cannot_kill_or_hijack_the_worker(tmp_path):
 
 def test_results_never_go_through_stdout(batch):
     res = batch["results"]["fake_stdout"]
-    assert all(i["points"] == 0 for i in res["items"].values())
+    assert all(i.points == 0 for i in res.items.values())
 
 
 @pytest.mark.parametrize("use_sandbox", [True, False], ids=["bubblewrap", "no-sandbox"])
@@ -236,6 +237,6 @@ def test_one_submission_leaves_nothing_for_the_next(tmp_path, use_sandbox):
         name: (ATTACKS / f"collusion_{name.split('_')[1]}.ipynb.json").read_bytes() for name in ("a_writer", "b_reader")
     }
     res = grade_notebooks("soft_lookup", nbs, tmp_path, jobs=1, use_sandbox=use_sandbox)
-    assert _total(res["a_writer"]) == 10 and res["b_reader"]["status"] == "graded"
+    assert _total(res["a_writer"]) == 10 and res["b_reader"].status == "graded"
     assert _total(res["b_reader"]) == 0
     assert _uids_alive() == []

@@ -19,7 +19,8 @@ from english_left import english_left
 from qkv.grading.lab import load_lab
 from qkv.grading.messages import INPUT_ANSWERED, MAGIC_SKIPPED, SHELL_SKIPPED, translator
 from qkv.grading.reports import feedback_html
-from qkv.grading.testing import COURSE, grade_notebooks
+from qkv.grading.results import Result
+from qkv.grading.testing import COURSE, english, english_lines, grade_notebooks
 
 CORPUS = Path(__file__).parent / "corpus"
 sys.path.insert(0, str(CORPUS))
@@ -34,35 +35,35 @@ def submissions(lab: str) -> dict:
     return subs
 
 
-def expected_points(sub, result: dict) -> dict[str, float]:
-    return {gid: 0.0 if ("*" in sub.lose or gid in sub.lose) else r["max"] for gid, r in result["items"].items()}
+def expected_points(sub, result: Result) -> dict[str, float]:
+    return {gid: 0.0 if ("*" in sub.lose or gid in sub.lose) else r.max for gid, r in result.items.items()}
 
 
-def verdict(name: str, sub, result: dict, grade_ids: list[str]) -> list[str]:
+def verdict(name: str, sub, result: Result, grade_ids: list[str]) -> list[str]:
     """The ways ``result`` differs from what the table expects (empty: as expected)."""
     problems = []
-    if result["status"] != sub.status:
-        problems.append(f"status {result['status']!r} ({result.get('note', '')}), expected {sub.status!r}")
+    if result.status != sub.status:
+        problems.append(f"status {result.status!r} ({english(result.note)}), expected {sub.status!r}")
     if sub.status != "graded":
         return problems
-    got = {gid: r["points"] for gid, r in result["items"].items()}
+    got = {gid: r.points for gid, r in result.items.items()}
     if sorted(got) != sorted(grade_ids):
         problems.append(f"items {sorted(got)}, expected {grade_ids}")
     want = expected_points(sub, result)
     for gid in grade_ids:
         if gid in got and got[gid] != want.get(gid):
-            lines = "; ".join(result["items"][gid]["lines"])[:300]
+            lines = "; ".join(english_lines(result.items[gid].lines))[:300]
             problems.append(f"{gid}: {got[gid]:g} points, expected {want.get(gid, 0):g} ({lines})")
-    errors = result.get("cell_errors", [])
+    errors = english_lines(result.cell_errors)
     if name == "unrelated_error":
         if len(errors) != 1 or "NameError" not in errors[0]:
             problems.append(f"feedback should list the one failing scratch cell; lists {errors}")
     elif not sub.lose and errors:
         problems.append(f"correct work, yet the feedback lists errors: {errors}")
-    told = [part for part in result.get("note", "").split("; ") if part and not is_skip_note(part)]
+    told = [part for part in english(result.note).split("; ") if part and not is_skip_note(part)]
     if not sub.lose and told:
         problems.append(f"correct work, yet the feedback says: {'; '.join(told)}")
-    if name == "endless_loop" and "loop" not in result.get("note", "") + str(result["items"]):
+    if name == "endless_loop" and "loop" not in english(result.note) + str(result.items):
         problems.append("the feedback does not say that a function looped")
     return problems
 
@@ -93,15 +94,15 @@ def test_corpus(lab, tmp_path):
         )
     finally:
         os.umask(old)
-    grade_ids = sorted(next(r for r in results.values() if r["status"] == "graded")["items"])
+    grade_ids = sorted(next(r for r in results.values() if r.status == "graded").items)
     rows, failures = [], []
     for name, (_, sub) in subs.items():
         result = results[name]
         problems = verdict(name, sub, result, grade_ids)
-        got = sum(r["points"] for r in result["items"].values())
+        got = sum(r.points for r in result.items.values())
         want = sum(expected_points(sub, result).values()) if sub.status == "graded" else 0.0
         rows.append(
-            f"{lab:16} {name:28} expected {sub.status:9} {want:5g}  got {result['status']:9} {got:5g} {result.get('wall', 0.0):5.1f}s "
+            f"{lab:16} {name:28} expected {sub.status:9} {want:5g}  got {result.status:9} {got:5g} {result.wall:5.1f}s "
             f"{'ok' if not problems else 'MISMATCH'}"
         )
         failures += [f"{name}: {p}" for p in problems]

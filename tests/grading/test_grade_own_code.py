@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from qkv.grading import messages as M
 from qkv.grading import testing
 from qkv.grading.analysis import analyse
+from qkv.grading.results import ItemResult, Result
 from qkv.grading.spec import SOFTMAX_FAMILY, TORCH_ATTENTION
 
 SETUP = "import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nimport qkv\n"
@@ -64,18 +66,16 @@ def test_a_missing_item_is_reported_with_the_status_not_a_key_error(tmp_path, mo
     def fake(lab, notebooks, tmp_path, **kwargs):
         out = {}
         for name in notebooks:
-            items = {
-                "test_a": {"points": 1.0, "max": 1.0, "lines": ["passed"]},
-                "test_b": {"points": 2.0, "max": 2.0, "lines": ["passed"]},
-            }
+            passed = [M.PASSED_ALL(checks=M.CHECKS(n=1))]
+            items = {"test_a": ItemResult(1.0, 1.0, passed), "test_b": ItemResult(2.0, 2.0, passed)}
             if name != "solution":
                 items = {}
-            out[name] = {
-                "student": name,
-                "status": "graded" if name == "solution" else "crashed",
-                "note": "grader error: boom" if name != "solution" else "",
-                "items": items,
-            }
+            out[name] = Result(
+                name,
+                "graded" if name == "solution" else "crashed",
+                M.GRADER_ERROR(error="boom") if name != "solution" else None,
+                items,
+            )
         return out
 
     monkeypatch.setattr(testing, "grade_notebooks", fake)

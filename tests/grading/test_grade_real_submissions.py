@@ -17,7 +17,15 @@ import pytest
 from qkv.grading.atomic import write_atomic
 from qkv.grading.messages import WORKER_FAILED
 from qkv.grading.spec import load_spec
-from qkv.grading.testing import COURSE, completed_lab, grade_across_labs, grade_notebooks, with_function
+from qkv.grading.testing import (
+    COURSE,
+    completed_lab,
+    english,
+    english_lines,
+    grade_across_labs,
+    grade_notebooks,
+    with_function,
+)
 from qkv.labs import lab_ids
 
 LABS = lab_ids(COURSE)  # labs/ also holds labs/zh/, the Chinese edition
@@ -86,11 +94,12 @@ def test_debug_prints_and_plots_keep_full_marks_in_every_lab(tmp_path):
     results = grade_across_labs(batch, tmp_path)
     for lab in LABS:
         res = results[(lab, "printer")]
-        assert res["status"] == "graded", (lab, res["note"])
-        lost = {gid: r["lines"] for gid, r in res["items"].items() if r["points"] != r["max"]}
+        assert res.status == "graded", (lab, english(res.note))
+        lost = {gid: english_lines(r.lines) for gid, r in res.items.items() if r.points != r.max}
         assert not lost, (lab, lost)
-        assert set(res["items"]) == {i.grade_id for i in load_spec(lab).autograded}
-        assert res["cell_errors"] == [], (lab, res["cell_errors"])  # the lab's own self-checks are not listed
+        assert set(res.items) == {i.grade_id for i in load_spec(lab).autograded}
+        errors = english_lines(res.cell_errors)
+        assert errors == [], (lab, errors)  # the lab's own self-checks are not listed
 
 
 def test_sandbox_hides_ours_and_lends_the_runtime(tmp_path):
@@ -123,8 +132,8 @@ def dot_scores(query, keys):
     nb = completed_lab("soft_lookup")
     nb["cells"].append({"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None, "source": probe})
     res = grade_notebooks("soft_lookup", {"probe": nb}, tmp_path, jobs=1)["probe"]
-    assert res["status"] == "graded" and res["cell_errors"] == [], res
-    assert res["items"]["test_dot_scores"]["points"] == 2, res["items"]["test_dot_scores"]["lines"]
+    assert res.status == "graded" and english_lines(res.cell_errors) == [], res
+    assert res.items["test_dot_scores"].points == 2, english_lines(res.items["test_dot_scores"].lines)
 
 
 MULTIHEAD_SETATTR = '''
@@ -156,12 +165,10 @@ def test_ordinary_python_is_not_a_way_around_the_checks(tmp_path):
     with torch.nn.MultiheadAttention and torch.softmax, are not the student's and cost nothing."""
     nb = with_function(completed_lab("multihead"), "MultiHead", MULTIHEAD_SETATTR)
     res = grade_notebooks("multihead", {"setattr": nb}, tmp_path, jobs=1)["setattr"]
-    assert res["status"] == "graded", res["note"]
-    assert res["items"]["test_MultiHead"]["points"] == res["items"]["test_MultiHead"]["max"], res["items"][
-        "test_MultiHead"
-    ]
-    assert all(r["points"] == r["max"] for r in res["items"].values()), res["items"]
-    assert res["cell_errors"] == [], res["cell_errors"]
+    assert res.status == "graded", english(res.note)
+    assert res.items["test_MultiHead"].points == res.items["test_MultiHead"].max, res.items["test_MultiHead"]
+    assert all(r.points == r.max for r in res.items.values()), res.items
+    assert english_lines(res.cell_errors) == [], english_lines(res.cell_errors)
 
 
 LOOPING_DOT = """
@@ -184,16 +191,16 @@ def test_a_looping_function_costs_only_its_own_item(tmp_path):
     top_cell = _code_cells(top).index(_defining_cell(top, "cosine_scores")) + 1
 
     loop = res["looping"]
-    got = {gid: r["points"] for gid, r in loop["items"].items()}
+    got = {gid: r.points for gid, r in loop.items.items()}
     # cosine_scores and soft_lookup call dot_scores (as the lab suggests), but are graded with a correct one
     assert got == {"test_dot_scores": 0, "test_cosine_scores": 2, "test_stable_softmax": 3, "test_soft_lookup": 3}, loop
-    assert loop["status"] == "graded" and f"dot_scores (code cell {dot_cell})" in loop["note"], loop["note"]
-    said = " ".join(loop["items"]["test_dot_scores"]["lines"])
+    assert loop.status == "graded" and f"dot_scores (code cell {dot_cell})" in english(loop.note), english(loop.note)
+    said = " ".join(english_lines(loop.items["test_dot_scores"].lines))
     assert "time limit" in said and f"dot_scores (code cell {dot_cell})" in said, said
 
     stopped = res["top"]
-    assert stopped["status"] == "timeout" and f"code cell {top_cell}" in stopped["note"], stopped["note"]
-    assert sum(r["points"] for r in stopped["items"].values()) == 0
+    assert stopped.status == "timeout" and f"code cell {top_cell}" in english(stopped.note), english(stopped.note)
+    assert sum(r.points for r in stopped.items.values()) == 0
 
 
 def test_a_notebook_of_another_lab_is_reported_and_outputs_follow_the_umask(tmp_path):
@@ -202,7 +209,7 @@ def test_a_notebook_of_another_lab_is_reported_and_outputs_follow_the_umask(tmp_
         res = grade_notebooks("soft_lookup", {"lost": completed_lab("masks")}, tmp_path, jobs=1)["lost"]
     finally:
         os.umask(old)
-    assert res["status"] == "wrong_lab" and "masks" in res["note"], res
+    assert res.status == "wrong_lab" and "masks" in english(res.note), res
     out = tmp_path / "out"
     for f in [out / "grades.csv", out / "summary.html", *out.glob("feedback/*"), *out.glob("results/*")]:
         assert stat.S_IMODE(f.stat().st_mode) == 0o644, f
@@ -236,7 +243,7 @@ def test_a_worker_that_cannot_start_costs_a_rerun_not_the_items(tmp_path, monkey
     done = completed_lab("soft_lookup")
     res = grade_notebooks("soft_lookup", {"a": done, "b": done}, tmp_path, jobs=1)
     assert refused
-    assert res["a"]["status"] == "crashed" and res["a"]["note"] == WORKER_FAILED, res["a"]
-    assert set(res["a"]["items"]) == {i.grade_id for i in load_spec("soft_lookup").autograded}
-    assert res["b"]["status"] == "graded" and all(r["points"] == r["max"] for r in res["b"]["items"].values())
+    assert res["a"].status == "crashed" and english(res["a"].note) == WORKER_FAILED, res["a"]
+    assert set(res["a"].items) == {i.grade_id for i in load_spec("soft_lookup").autograded}
+    assert res["b"].status == "graded" and all(r.points == r.max for r in res["b"].items.values())
     assert len(list((tmp_path / "out" / "results").glob("*.json"))) == 1  # only b's result is kept for a rerun

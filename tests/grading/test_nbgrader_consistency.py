@@ -70,11 +70,9 @@ def test_qkv_grade_agrees_with_nbgrader_autograde(tmp_path):
         max_auto = load_spec(lab).max_auto
         for student, expected in (("solution", max_auto), ("blank", 0.0)):
             res = ours[(lab, student)]
-            total = sum(i["points"] for i in res["items"].values())
-            if res["status"] != "graded" or total != expected:
-                problems.append(
-                    f"qkv grade {lab}/{student}: {res['status']} {total} (expected {expected}): {res['items']}"
-                )
+            total = sum(i.points for i in res.items.values())
+            if res.status != "graded" or total != expected:
+                problems.append(f"qkv grade {lab}/{student}: {res.status} {total} (expected {expected}): {res.items}")
             if theirs[lab][student] != (expected, max_auto):
                 problems.append(f"nbgrader {lab}/{student}: {theirs[lab][student]} (expected {(expected, max_auto)})")
     assert not problems, "\n".join(problems)

@@ -3,7 +3,7 @@ marks for correct alternatives (torch.diag, einsum over stacked heads, explicit 
 
 from __future__ import annotations
 
-from qkv.grading.testing import check_spec
+from qkv.grading.testing import check_spec, english_lines
 
 BUGS = {
     "scores with i - j instead of j - i": (
@@ -218,5 +218,5 @@ ALTERNATIVES = {
 
 def test_conv_attention_spec_catches_bugs_and_keeps_alternatives(tmp_path):
     results = check_spec("conv_attention", BUGS, ALTERNATIVES, tmp_path)
-    line = " ".join(results["conv1d calls F.conv1d"]["items"]["test_attention_conv1d"]["lines"])
+    line = " ".join(english_lines(results["conv1d calls F.conv1d"].items["test_attention_conv1d"].lines))
     assert "conv1d" in line

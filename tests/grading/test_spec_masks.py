@@ -3,7 +3,7 @@ marks for correct alternatives (loops, einsum, a hand-written softmax with the N
 
 from __future__ import annotations
 
-from qkv.grading.testing import check_spec
+from qkv.grading.testing import check_spec, english_lines
 
 # A forbidden call is judged on the source, and the source of future_leak reaches the masked_attention it calls (the lab
 # forbids the ready-made attention in every answer); every other bug costs its own item only.
@@ -295,5 +295,5 @@ ALTERNATIVES = {
 
 def test_masks_spec_catches_bugs_and_keeps_alternatives(tmp_path):
     results = check_spec("masks", BUGS, ALTERNATIVES, tmp_path)
-    line = " ".join(results["attention through qkv.softmax"]["items"]["test_masked_attention"]["lines"])
+    line = " ".join(english_lines(results["attention through qkv.softmax"].items["test_masked_attention"].lines))
     assert "qkv.softmax" in line

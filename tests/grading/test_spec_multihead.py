@@ -3,7 +3,7 @@ for correct alternatives (view/permute, einsum, a loop over heads, float64 insid
 
 from __future__ import annotations
 
-from qkv.grading.testing import check_spec
+from qkv.grading.testing import check_spec, english_lines
 
 # A forbidden call is judged on the source, and the source of the later exercises reaches the split_heads it calls (the lab
 # forbids the ready-made parts in every answer); every other bug costs its own item only.
@@ -260,5 +260,5 @@ ALTERNATIVES = {
 
 def test_multihead_spec_catches_bugs_and_keeps_alternatives(tmp_path):
     results = check_spec("multihead", BUGS, ALTERNATIVES, tmp_path)
-    line = " ".join(results["module wraps torch.nn.MultiheadAttention"]["items"]["test_MultiHead"]["lines"])
+    line = " ".join(english_lines(results["module wraps torch.nn.MultiheadAttention"].items["test_MultiHead"].lines))
     assert "MultiheadAttention" in line

@@ -3,7 +3,7 @@ for correct alternatives (float32 angles, loops, interleaving with stack, the in
 
 from __future__ import annotations
 
-from qkv.grading.testing import check_spec
+from qkv.grading.testing import check_spec, english_lines
 
 # A forbidden call is judged on the source, and the source of permutation_test reaches the encoding it calls (the lab
 # forbids the ready-made encoding in every answer); every other bug costs its own item only.
@@ -194,5 +194,5 @@ ALTERNATIVES = {
 
 def test_positional_spec_catches_bugs_and_keeps_alternatives(tmp_path):
     results = check_spec("positional", BUGS, ALTERNATIVES, tmp_path)
-    line = " ".join(results["encoding calls the library"]["items"]["test_sinusoidal_encoding"]["lines"])
+    line = " ".join(english_lines(results["encoding calls the library"].items["test_sinusoidal_encoding"].lines))
     assert "sinusoidal_positional_encoding" in line

@@ -3,7 +3,7 @@ for correct alternatives (einsum, loops, float64 inside, the other convention wh
 
 from __future__ import annotations
 
-from qkv.grading.testing import check_spec
+from qkv.grading.testing import check_spec, english_lines
 
 BUGS = {
     "projections return transposes": (
@@ -185,5 +185,5 @@ ALTERNATIVES = {
 
 def test_qkv_scores_spec_catches_bugs_and_keeps_alternatives(tmp_path):
     results = check_spec("qkv_scores", BUGS, ALTERNATIVES, tmp_path)
-    line = " ".join(results["calls PyTorch's fused attention"]["items"]["test_attention_rows"]["lines"])
+    line = " ".join(english_lines(results["calls PyTorch's fused attention"].items["test_attention_rows"].lines))
     assert "scaled_dot_product_attention" in line

@@ -3,7 +3,7 @@ correct alternatives (mean of squares, float64 inside, autograd and torch.func J
 
 from __future__ import annotations
 
-from qkv.grading.testing import check_spec
+from qkv.grading.testing import check_spec, english_lines
 
 BUGS = {
     "variance of the scaled dot product": (
@@ -265,5 +265,5 @@ ALTERNATIVES = {
 
 def test_scaling_spec_catches_bugs_and_keeps_alternatives(tmp_path):
     results = check_spec("scaling", BUGS, ALTERNATIVES, tmp_path)
-    line = " ".join(results["ignores the seed"]["items"]["test_dot_product_variance"]["lines"])
+    line = " ".join(english_lines(results["ignores the seed"].items["test_dot_product_variance"].lines))
     assert "same seed" in line

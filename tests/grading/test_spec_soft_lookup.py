@@ -3,7 +3,7 @@ marks for correct alternatives (einsum, loops, float64 inside, other formulas)."
 
 from __future__ import annotations
 
-from qkv.grading.testing import check_spec
+from qkv.grading.testing import check_spec, english_lines
 
 # A forbidden call is judged on the source, and soft_lookup's source reaches the stable_softmax it calls (the lab
 # forbids it in every answer); every other bug costs its own item only.
@@ -210,8 +210,8 @@ ALTERNATIVES = {
 def test_soft_lookup_spec_catches_bugs_and_keeps_alternatives(tmp_path):
     results = check_spec("soft_lookup", BUGS, ALTERNATIVES, tmp_path)
     # The forbidden calls are named in the feedback, with the reason.
-    line = " ".join(results["softmax calls torch.softmax"]["items"]["test_stable_softmax"]["lines"])
+    line = " ".join(english_lines(results["softmax calls torch.softmax"].items["test_stable_softmax"].lines))
     assert "torch.softmax" in line and "forbids" in line
     # getattr on a tensor is ordinary Python; the softmax it reaches trips in the sandbox and is named.
-    line = " ".join(results["softmax through getattr"]["items"]["test_stable_softmax"]["lines"])
+    line = " ".join(english_lines(results["softmax through getattr"].items["test_stable_softmax"].lines))
     assert "torch.Tensor.softmax" in line and "forbids" in line

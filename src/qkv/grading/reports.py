@@ -5,7 +5,7 @@ atomically.
 
 Layer: grader side, above ``results``, ``lab`` and ``messages``; imports the standard library, ``qkv.labs`` and,
 of the grader, ``atomic``, ``lab``, ``messages`` and ``results``; it never grades (``command.py`` hands it the
-results). Each takes a :class:`.results.Result` or its JSON form (as cached).
+results). Each takes :class:`.results.Result` objects (the cache is read back by ``Result.from_json``).
 """
 
 from __future__ import annotations
@@ -79,8 +79,7 @@ def totals(res: Result, lab: Lab, entered: dict[str, float]) -> tuple[float, flo
     return total, maximum
 
 
-def write_csv(out: Path, lab: Lab, results: list[Result] | list[dict], manual: dict) -> None:
-    results = [Result.of(r) for r in results]
+def write_csv(out: Path, lab: Lab, results: list[Result], manual: dict) -> None:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["student", "total", "max_total", "status", *lab.order])
@@ -104,8 +103,7 @@ def _code(escaped: str) -> str:
     return re.sub(r"`([^`<>]+)`", r"<code>\1</code>", escaped)
 
 
-def feedback_html(res: Result | dict, lab: Lab, entered: dict[str, float], t: Translator = EN) -> str:
-    res = Result.of(res)
+def feedback_html(res: Result, lab: Lab, entered: dict[str, float], t: Translator = EN) -> str:
     e = html.escape
     total, maximum = totals(res, lab, entered)
     status = t.status(res.status)
@@ -146,8 +144,7 @@ def feedback_html(res: Result | dict, lab: Lab, entered: dict[str, float], t: Tr
     return _page(f"{lab.lab}: {res.student}", "\n".join(parts), t)
 
 
-def manual_html(lab: Lab, gid: str, results: list[Result] | list[dict], manual: dict, t: Translator = EN) -> str:
-    results = [Result.of(r) for r in results]
+def manual_html(lab: Lab, gid: str, results: list[Result], manual: dict, t: Translator = EN) -> str:
     e = html.escape
     item = lab.spec.item(gid)
     parts = [
@@ -183,8 +180,7 @@ def _question(lab: Lab, gid: str, t: Translator) -> str:
     return lab.prompts.get(gid, "")
 
 
-def summary_html(lab: Lab, results: list[Result] | list[dict], run: dict, manual: dict, t: Translator = EN) -> str:
-    results = [Result.of(r) for r in results]
+def summary_html(lab: Lab, results: list[Result], run: dict, manual: dict, t: Translator = EN) -> str:
     e = html.escape
     n = len(results)
     statuses = Counter(r.status for r in results)
@@ -249,8 +245,7 @@ def _file_name(student: str) -> str:
     return safe
 
 
-def write_all(out: Path, lab: Lab, results: list[Result] | list[dict], run: dict, lang: str = "en") -> None:
-    results = [Result.of(r) for r in results]
+def write_all(out: Path, lab: Lab, results: list[Result], run: dict, lang: str = "en") -> None:
     t = translator(lang)
     manual = manual_scores(out, lab)
     write_csv(out, lab, results, manual)
@@ -264,9 +259,8 @@ def write_all(out: Path, lab: Lab, results: list[Result] | list[dict], run: dict
     write_atomic(out / "summary.html", summary_html(lab, results, run, manual, t))
 
 
-def gradescope_json(res: Result | dict, lab: Lab, note: str = "", t: Translator = EN) -> str:
+def gradescope_json(res: Result, lab: Lab, note: str = "", t: Translator = EN) -> str:
     """Gradescope's results.json for one submission (autograded items; written answers are graded there by hand)."""
-    res = Result.of(res)
     tests: list[dict[str, Any]] = []
     for gid in lab.order:
         if gid not in res.items:

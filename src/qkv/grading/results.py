@@ -2,9 +2,9 @@
 
 Layer: grader side, above ``protocol`` and ``messages``; imports numpy, the standard library, ``protocol`` (for the
 wire's limits) and ``messages`` (a result's notes and lines are messages, rendered only by the reports).
-:class:`Result` is written to the cache as JSON (:meth:`Result.to_json`, :meth:`Result.from_json`); its fields
-read by key too, the messages then in English (as scripts and tests read them). :func:`decode_value` reads one value the sandboxed child sent back,
-trusting nothing in it.
+:class:`Result` is written to the cache as JSON (:meth:`Result.to_json`, :meth:`Result.from_json`) and read by
+attribute only (``qkv.grading.testing.english`` reads a message as the tests compare it). :func:`decode_value` reads
+one value the sandboxed child sent back, trusting nothing in it.
 """
 
 from __future__ import annotations
@@ -21,26 +21,8 @@ FORMAT = 2  # of the cached JSON: 2, messages as {"t", "p"} (1 held English line
 STATUSES = ("graded", "malformed", "timeout", "memory", "crashed", "ambiguous", "duplicate", "wrong_lab")
 
 
-class _ByKey:
-    """Read access by key as well as by attribute (``res["status"]`` is ``res.status``), for scripts and tests:
-    only the fields are keys, and a message reads as its English (``res["note"]``: ``""`` when there is none)."""
-
-    def __getitem__(self, key: str):
-        if key not in self.__dataclass_fields__:  # type: ignore[attr-defined]
-            raise KeyError(key)
-        value = getattr(self, key)
-        if key == "note" and value is None:
-            return ""
-        if isinstance(value, list):
-            return [str(v) if isinstance(v, Msg) else v for v in value]
-        return str(value) if isinstance(value, Msg) else value
-
-    def get(self, key: str, default=None):
-        return self[key] if key in self.__dataclass_fields__ else default  # type: ignore[attr-defined]
-
-
 @dataclass
-class ItemResult(_ByKey):
+class ItemResult:
     """One autograded item: the points earned, the item's maximum and the feedback lines."""
 
     points: float
@@ -49,7 +31,7 @@ class ItemResult(_ByKey):
 
 
 @dataclass
-class Result(_ByKey):
+class Result:
     """One student's result. Built with only ``student`` (and a status and note when the submission cannot be
     graded at all), it is the empty result: no items, no answers."""
 
@@ -82,11 +64,6 @@ class Result(_ByKey):
             "answers": dict(self.answers),
             "cell_errors": [m.to_json() for m in self.cell_errors],
         }
-
-    @classmethod
-    def of(cls, res: Result | dict) -> Result:
-        """``res`` itself, or its JSON form read as a result (what the cache and scripts hold)."""
-        return res if isinstance(res, Result) else cls.from_json(res)
 
     @classmethod
     def from_json(cls, data: dict) -> Result:

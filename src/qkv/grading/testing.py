@@ -30,7 +30,7 @@ import copy
 import json
 import re
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from . import sandbox
@@ -38,6 +38,7 @@ from .batch import grade_entry
 from .command import run_batch
 from .jobs import Limits
 from .lab import load_lab
+from .messages import Msg
 from .results import Result
 from .scoring import prepare
 from .submissions import Entry
@@ -46,6 +47,8 @@ __all__ = [
     "COURSE",
     "check_spec",
     "completed_lab",
+    "english",
+    "english_lines",
     "grade_across_labs",
     "grade_notebooks",
     "solution_notebook",
@@ -174,6 +177,16 @@ def grade_across_labs(
     return results
 
 
+def english(said: Msg | None) -> str:
+    """A result's message as the tests compare it: its English, "" for none (a result's ``note`` when all went well)."""
+    return "" if said is None else str(said)
+
+
+def english_lines(said: Iterable[Msg]) -> list[str]:
+    """Messages in English: an item's ``lines``, a result's ``cell_errors``."""
+    return [str(m) for m in said]
+
+
 def points(result: Result) -> dict[str, float]:
     return {gid: r.points for gid, r in result.items.items()}
 
@@ -198,7 +211,7 @@ def check_spec(
         for function, source in replacements.items():
             nb = with_function(nb, function, source)
         variants[f"alt-{len(variants):02d}"] = nb
-    results = {k: Result.of(r) for k, r in grade_notebooks(lab, variants, tmp_path, course=course).items()}
+    results = grade_notebooks(lab, variants, tmp_path, course=course)
     names = ["solution", *bugs, *alternatives]
     by_name = dict(zip(names, (results[k] for k in variants)))
     full = {gid: r.max for gid, r in results["solution"].items.items()}
