@@ -9,7 +9,6 @@ every process the submission started, removes its files, and relays the child's 
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import pickle
@@ -182,11 +181,13 @@ def main() -> None:
     torch.set_num_threads(1)
     for name in cfg.preload:
         try:
-            module = importlib.import_module(name)
-            for public in getattr(module, "__all__", ()):  # a package that loads its names lazily (qkv) loads them
-                getattr(module, public)
+            __import__(name)
         except Exception as err:  # pragma: no cover
             print(f"preload {name}: {err}", file=sys.stderr)
+    import qkv
+
+    for public in qkv.__all__:  # the library loads its names on first use (qkv/__init__.py): load them here, once
+        getattr(qkv, public)
     import matplotlib
 
     matplotlib.use("Agg")
