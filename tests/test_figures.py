@@ -7,6 +7,7 @@ import warnings
 
 import myst_nb
 import pytest
+from i18n_tool import TOOL
 from matplotlib.text import Text
 from PIL import Image
 
@@ -84,3 +85,18 @@ def test_a_diagram_glued_by_figures_glue_records_its_text_in_both_editions(monke
     recorded = [float(Image.open(io.BytesIO(out[key].data)).text[figures.TEXT_PX_KEY]) for key in sorted(out)]
     assert min(recorded) >= 9, recorded
     assert out["diagram_tailor"].data != out["diagram_tailor_zh_CN"].data
+
+
+def test_a_table_is_shown_once_per_edition_with_the_catalogs_words():
+    html = figures.table_html(["heads", "N", "<d>"], [["previous", "1,024"], [3, "next"]], right=True)
+    en, zh = html.split("</table>")[:2]
+    assert en.count("<table") == 1 and 'lang="zh-CN"' not in en and "<th>heads</th>" in en
+    assert 'lang="zh-CN"' in zh and "<th>头数</th>" in zh and "<td>前一个</td>" in zh and "<td>后一个</td>" in zh
+    assert "<td>1,024</td>" in zh and "<td>3</td>" in zh and "<th>N</th>" in zh  # numbers and symbols as they are
+    assert "<th>&lt;d&gt;</th>" in en and "qkv-right" in en
+    assert "display: none" in html  # the style that shows each edition's copy on its own pages only
+
+
+def test_the_header_literals_of_show_table_calls_go_into_the_catalog():
+    source = 'figures.show_table(["heads", "N", f"x {y}", "d_k"], rows)\nshow_table(header, rows)'
+    assert TOOL._table_headers(source) == ["heads"]

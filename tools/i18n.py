@@ -16,6 +16,7 @@ the new English, and `check` fails until a translator confirms it. See locales/R
 from __future__ import annotations
 
 import argparse
+import ast
 import io
 import json
 import re
@@ -365,9 +366,20 @@ def grader(args: argparse.Namespace) -> int:
     return 0
 
 
+def _table_headers(source: str) -> list[str]:
+    """The string literals of each `show_table([...], ...)` header in ``source`` (figures.show_table's words)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "show_table":
+            if node.args and isinstance(node.args[0], ast.List | ast.Tuple):
+                out += [e.value for e in node.args[0].elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return [text for text in out if re.search(r"[A-Za-z]{2}", text)]  # "N", "d_k": nothing to translate
+
+
 def diagrams_template() -> Catalog:
-    """Every figure label: the first argument of each `_()` call in qkv.diagrams and in the chapters' code cells
-    (their figures.glue drawings), found by Babel's Python extractor."""
+    """Every figure label and table word: the first argument of each `_()` and `N_()` call in qkv.diagrams and in
+    the chapters' code cells (their figures.glue drawings), found by Babel's Python extractor, and the header
+    literals of the chapters' `figures.show_table` calls."""
     from babel.messages.extract import extract
 
     sources = [(ROOT / "src" / "qkv" / "diagrams.py").read_text()]
@@ -377,9 +389,12 @@ def diagrams_template() -> Catalog:
                 code = "".join(cell["source"])
                 sources.append(re.sub(r"(?m)^\s*[%!].*$", "", code))  # magics and shell lines are not Python
     template = Catalog(project="qkv")
+    keywords = {"_": (1,), "N_": (1,)}
     for source in sources:
-        for _line, text, _comments, _context in extract("python", io.BytesIO(source.encode()), keywords={"_": (1,)}):
+        for _line, text, _comments, _context in extract("python", io.BytesIO(source.encode()), keywords=keywords):
             template.add(text)  # no line numbers: an edit elsewhere in a page does not touch every entry
+        for text in _table_headers(source):
+            template.add(text)
     return template
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import gettext
+import html
 import io
 import warnings
 from collections.abc import Callable
@@ -40,13 +41,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EDITIONS",
+    "N_",
     "Translator",
     "glue",
     "glue_key",
     "min_text_px",
     "render",
+    "show_table",
     "style",
     "subplots",
+    "table_html",
     "translator",
     "use_cjk_font",
 ]
@@ -184,6 +188,45 @@ def glue(name: str, draw: Callable[[Translator], Figure]) -> None:
             nb_glue(glue_key(name, language), image, display=language == "en")
         elif language == "en":
             display(image)
+
+
+def N_(text: str) -> str:
+    """Marks a word that a page computes with (a table's row label) for the catalog; returns it unchanged."""
+    return text
+
+
+# Each edition's copy of a table is shown only on pages of its language (the book's <html lang>); elsewhere, as in
+# JupyterLab, the English one.
+_TABLE_STYLE = (
+    "<style>.qkv-t td, .qkv-t th {padding: 2px 10px} .qkv-t.qkv-right td, .qkv-t.qkv-right th {text-align: right}"
+    ' html:not([lang|="zh"]) .qkv-t[lang|="zh"], html[lang|="zh"] .qkv-t:not([lang|="zh"]) {display: none}</style>'
+)
+
+
+def table_html(header: list, rows: list[list], right: bool = False) -> str:
+    """The HTML of :func:`show_table`: one table per edition, every header and cell that the catalog knows in that
+    edition's words (numbers and formulas stay as they are)."""
+    tables = []
+    for language in EDITIONS:
+        _ = translator(language)
+
+        def cells(tag: str, row: list, _: Translator = _) -> str:
+            return "".join(f"<{tag}>{html.escape(_(str(x)))}</{tag}>" for x in row)
+
+        lang = "" if language == "en" else f' lang="{language.replace("_", "-")}"'
+        body = "".join(f"<tr>{cells('td', r)}</tr>" for r in rows)
+        kind = "qkv-t qkv-right" if right else "qkv-t"
+        tables.append(f'<table class="{kind}"{lang}><tr>{cells("th", header)}</tr>{body}</table>')
+    return _TABLE_STYLE + "".join(tables)
+
+
+def show_table(header: list, rows: list[list], right: bool = False) -> None:
+    """Display rows of already formatted values as a table in both editions (``right``: right-aligned). The
+    header's string literals are the catalog's (``tools/i18n.py diagrams`` extracts them), as are words marked
+    with :func:`N_`."""
+    from IPython.display import HTML, display
+
+    display(HTML(table_html(header, rows, right)))
 
 
 use_cjk_font()  # a student's own Chinese labels draw in any notebook that imports qkv.figures

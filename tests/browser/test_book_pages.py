@@ -32,6 +32,8 @@ import pytest
 import yaml
 from browser_support import HTML, REPO, SCREENSHOTS, in_each_theme, opened, serve_directory
 
+from qkv import figures
+
 pytestmark = pytest.mark.browser
 
 SOURCE_SUFFIXES = (".ipynb", ".md", ".rst")
@@ -133,6 +135,13 @@ async () => {
   out.widgetErrors = Array.from(document.querySelectorAll(".widget-subarea")).filter(
     (a) => /Error (displaying|rendering|creating) widget|Failed to load model class/.test(a.textContent)).map((a) => a.textContent.slice(0, 200));
   out.sliders = document.querySelectorAll(".widget-subarea .widget-slider, .widget-subarea .noUi-target").length;
+
+  // Tables (qkv.figures.show_table): one copy per edition; only the page's own language may show.
+  const primary = (lang) => (lang || "en").split("-")[0];
+  out.tables = Array.from(document.querySelectorAll("table.qkv-t")).map((t) => ({
+    lang: primary(t.lang), shown: t.getClientRects().length > 0, head: t.rows[0] ? t.rows[0].textContent.slice(0, 80) : "",
+  }));
+  out.pageLang = primary(document.documentElement.lang);
 
   // Fonts: load every face the page declares. A browser fetches a font only when some glyph needs it, so a wrong
   // font URL (the widgets' icon fonts once resolved next to the page) would otherwise fail on some runs only.
@@ -246,6 +255,13 @@ def check_loaded_page(page, traffic, name: str, base: str | None) -> tuple[list[
         for error in info["widgetErrors"]:
             problems.append(f"widget error: {error}")
     problems += [f"font did not load: {face}" for face in info["fontFailures"]]
+    tables = info["tables"]
+    problems += [f"a table in {t['lang']} shown on a {info['pageLang']} page: {t['head']}"
+                 for t in tables if t["shown"] and t["lang"] != info["pageLang"]]  # fmt: skip
+    if tables and sum(t["shown"] for t in tables) * len(figures.EDITIONS) != len(tables):
+        problems.append(
+            f"{len(tables)} tables on the page, {sum(t['shown'] for t in tables)} shown: not one per edition"
+        )
     if base is not None:
         problems += [f"broken internal link: {b}" for b in broken_internal_links(info["links"], base)]
     if name.startswith("labs/"):
