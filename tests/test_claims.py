@@ -202,7 +202,7 @@ AT_SCALE = Page(
         ),
         "$(B, H, N, d) = (1, 1, N, 64)$": lambda b: b["config"]["d"] == 64 and b["config"]["shape"] == "(1, 1, N, d)",
         "four versions": lambda b: len(b["implementations"]) == 4,
-        "Its check **failed**": lambda b: not _held(b),
+        "Its check held": _held,
     },
     statements={
         "the JSON's check is what the rows say": lambda b, md: b["same_kernel_check"]["held"] == _held(b),
@@ -256,7 +256,9 @@ def mismatches(page: Page, glued: dict[str, object], results: dict) -> list[str]
         if key not in glued:
             continue  # not glued on this run (e.g. times when the check failed): `test_...page_text` decides
         expected = recompute(results)
-        if not math.isclose(float(glued[key]), float(expected), rel_tol=1e-9, abs_tol=1e-12):
+        if not math.isclose(
+            float(glued[key]), float(expected), rel_tol=1e-6, abs_tol=1e-12
+        ):  # raw rounds are stored to the microsecond
             wrong.append(f"{key} ({sentence}): page {glued[key]!r}, JSON gives {expected!r}")
     return wrong
 
