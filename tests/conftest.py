@@ -1,6 +1,7 @@
 """Shared fixtures: the devices to test on (the CPU, and CUDA where a GPU exists), and a fresh seed per test; the
 ``--lab LAB`` option (``make test LAB=...``), which keeps only the tests about one lab."""
 
+import json
 import os
 import random
 import secrets
@@ -72,3 +73,41 @@ def pytest_collection_modifyitems(config, items):
     keep = [item for item in items if about_lab(item, lab)]
     config.hook.pytest_deselected(items=[item for item in items if not about_lab(item, lab)])
     items[:] = keep
+
+
+class GroupTimes:
+    """Seconds per test group (setup, call and teardown summed over the workers), printed at the end of the run
+    and written to _build/test-times.json: which part of the suite to make faster, from any CI log."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.count: dict[str, int] = {}
+
+    @staticmethod
+    def group(nodeid: str) -> str:
+        parts = PurePosixPath(nodeid.split("::")[0]).parts
+        if parts[0] != "tests":
+            return f"{parts[0]}/ (notebooks)"
+        return "/".join(parts[:2]) + "/" if len(parts) > 2 else "tests/*.py"
+
+    def pytest_runtest_logreport(self, report):
+        name = self.group(report.nodeid)
+        self.seconds[name] = self.seconds.get(name, 0.0) + report.duration
+        self.count[name] = self.count.get(name, 0) + (report.when == "call")
+
+    def pytest_terminal_summary(self, terminalreporter):
+        if not self.seconds or hasattr(terminalreporter.config, "workerinput"):
+            return
+        rows = sorted(self.seconds.items(), key=lambda kv: -kv[1])
+        terminalreporter.write_sep("-", "seconds per test group (summed over workers)")
+        for name, seconds in rows:
+            terminalreporter.write_line(f"{seconds:8.1f} s  {self.count[name]:5d} tests  {name}")
+        out = ROOT / "_build" / "test-times.json"
+        out.parent.mkdir(exist_ok=True)
+        table = {name: {"seconds": round(s, 1), "tests": self.count[name]} for name, s in rows}
+        out.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):  # the controller sees every report, the workers' included
+        config.pluginmanager.register(GroupTimes(), "qkv-group-times")

@@ -184,10 +184,9 @@ def main() -> None:
             __import__(name)
         except Exception as err:  # pragma: no cover
             print(f"preload {name}: {err}", file=sys.stderr)
-    import qkv
-
-    for public in qkv.__all__:  # the library loads its names on first use (qkv/__init__.py): load them here, once
-        getattr(qkv, public)
+    library = sys.modules.get("qkv")  # preloaded; it loads its names on first use (qkv/__init__.py): load them once
+    for public in getattr(library, "__all__", ()):
+        getattr(library, public)
     import matplotlib
 
     matplotlib.use("Agg")
