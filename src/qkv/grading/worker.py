@@ -175,6 +175,7 @@ def main() -> None:
     inp, out = sys.stdin.fileno(), sys.stdout.fileno()
     cfg = WorkerConfig.from_wire(pickle.loads(read_frame(inp)))
     os.environ.update({"MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "PYTHONHASHSEED": "0"})
+    environment = dict(os.environ)
     import numpy  # noqa: F401  everything a submission is likely to import, loaded once here
     import torch
 
@@ -190,6 +191,10 @@ def main() -> None:
     import matplotlib
 
     matplotlib.use("Agg")
+    # Imports may set variables (torch's inductor sets TORCHINDUCTOR_CACHE_DIR when a module of it first loads):
+    # a notebook sees the configured environment, whichever modules its worker had to import itself.
+    os.environ.clear()
+    os.environ.update(environment)
     if not cfg.drop:  # same uid as the children: at least keep them from ptracing or reading this worker
         try:
             import ctypes
