@@ -86,7 +86,7 @@ def test_the_next_checks_are_answered_by_the_checker_as_a_check_of_their_own(tmp
 
 
 def test_the_checker_leaves_when_idle(tmp_path, runtime, notebooks):
-    assert _check(notebooks[0], _env(runtime, 2)).returncode == 0
+    assert _check(notebooks[0], _env(runtime, 5))  # leaves 5 s after the preloads.returncode == 0
     _wait(lambda: _sockets(runtime), "the checker's socket")
     _wait(lambda: not _sockets(runtime), "the idle checker to leave")
 

@@ -12,7 +12,7 @@ object with ``from_wire`` and sends ``to_wire()``, so a missing or misspelled fi
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from typing import Any, Self
 
 CALL_SHARE = 8  # by default, one graded call may use 1/CALL_SHARE of the time limit in CPU seconds
 CELL_CALLS = 4  # and one cell CELL_CALLS times a call's share: an explore cell that trains is no endless loop
@@ -21,6 +21,17 @@ CELL_CALLS = 4  # and one cell CELL_CALLS times a call's share: an explore cell 
 def _shallow(obj: Any) -> dict[str, Any]:
     """A dataclass's fields as a dict, values untouched (``asdict`` would deep-copy a case's tensors)."""
     return {f.name: getattr(obj, f.name) for f in fields(obj)}
+
+
+class _Wire:
+    """The plain-data form of a dataclass whose fields are plain data already."""
+
+    def to_wire(self) -> dict[str, Any]:
+        return _shallow(self)
+
+    @classmethod
+    def from_wire(cls, data: dict[str, Any]) -> Self:
+        return cls(**data)
 
 
 @dataclass(frozen=True)
@@ -62,7 +73,7 @@ class JobItem:
 
 
 @dataclass(frozen=True)
-class Job:
+class Job(_Wire):
     """One submission for a worker: its code cells (Python already), the cells whose code is the course's own,
     its limits and its items. ``cwd``: the child's working folder, set by the worker."""
 
@@ -82,7 +93,7 @@ class Job:
 
 
 @dataclass(frozen=True)
-class WorkerConfig:
+class WorkerConfig(_Wire):
     """A worker's settings for all its jobs: the children's uid (``drop``: switch to it; the grader runs as root),
     the bytes of a child's output read at most, the modules imported once, how leftovers are killed
     (``namespace``, ``uid`` or ``group``) and the folder the children's working folders go in."""
@@ -94,31 +105,17 @@ class WorkerConfig:
     kill: str
     tmp: str | None
 
-    def to_wire(self) -> dict[str, Any]:
-        return _shallow(self)
-
-    @classmethod
-    def from_wire(cls, data: dict[str, Any]) -> WorkerConfig:
-        return cls(**data)
-
 
 @dataclass(frozen=True)
-class Ready:
+class Ready(_Wire):
     """The worker's first answer: it has imported what it preloads and waits for jobs."""
 
     pid: int
     uid: int
 
-    def to_wire(self) -> dict[str, Any]:
-        return _shallow(self)
-
-    @classmethod
-    def from_wire(cls, data: dict[str, Any]) -> Ready:
-        return cls(**data)
-
 
 @dataclass(frozen=True)
-class Header:
+class Header(_Wire):
     """How one job ended: ``state`` ``exited``, ``timeout`` (the wall clock), ``output`` (too many bytes) or
     ``worker`` (the worker died or hung: ``error`` says how); the child's signal or exit status; its seconds; the
     bytes it wrote."""
@@ -129,10 +126,3 @@ class Header:
     wall: float = 0.0
     bytes: int = 0
     error: str | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        return _shallow(self)
-
-    @classmethod
-    def from_wire(cls, data: dict[str, Any]) -> Header:
-        return cls(**data)
