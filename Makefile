@@ -103,7 +103,7 @@ FAST_TESTS := tests/test_attention.py tests/test_masks.py tests/test_multihead.p
 	tests/grading/test_fingerprint.py tests/grading/test_grade_magics.py
 check: $(STAMP)
 	$(BIN)/ruff check .
-	$(BIN)/ruff format --check src tests benchmarks tools _ext
+	$(BIN)/ruff format --check src tests benchmarks tools _ext conftest.py
 	$(BIN)/mypy
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(FAST_TESTS)
 

@@ -1,9 +1,9 @@
 """Labs are generated from the solutions by nbgrader itself, never edited by hand.
 
 ``solutions/<id>/<id>.ipynb`` (nbgrader's source layout) -> ``labs/<id>/<id>.ipynb`` (its release
-layout), with ``nbgrader generate_assignment --no-db --force``. ``check`` regenerates into a
-temporary copy and compares bytes with the committed labs. ``copy_workspace`` gives a student a copy
-of each lab, never overwritten, and reports the labs changed in the course since they were copied.
+layout), with ``nbgrader generate_assignment --no-db --force`` (every lab in one process: qkv.nbgrader_cli).
+``check`` regenerates into a temporary copy and compares bytes with the committed labs. ``copy_workspace`` gives a
+student a copy of each lab, never overwritten, and reports the labs changed in the course since they were copied.
 
 Editions: the Chinese labs ``labs/zh/<id>/<id>.ipynb`` come from the same solutions, their Markdown translated
 from the book's catalogs (``qkv.i18n``, locales/README.md), then through nbgrader like the English ones: same
@@ -23,11 +23,11 @@ import hashlib
 import json
 import re
 import shutil
-import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from qkv import nbgrader_cli
 
 __all__ = ["Workspace", "chapters_folder", "check", "copy_workspace", "generate", "lab_ids", "linked_chapters"]
 
@@ -50,24 +50,19 @@ def generate(course: Path, ids: list[str] | None = None, edition: str = "en") ->
     course = Path(course).resolve()
     if edition != "en":
         return _generate_translated(course, ids or lab_ids(course), edition)
-    for lab in ids or lab_ids(course):
-        cmd = [
-            sys.executable,
-            "-m",
-            "nbgrader",
-            "generate_assignment",
-            lab,
-            "--no-db",
-            "--force",
-            "--quiet",
-            f"--CourseDirectory.root={course}",
-            f"--CourseDirectory.source_directory={SOURCE}",
-            f"--CourseDirectory.release_directory={RELEASE}",
-        ]
-        # nbgrader exits 0 even when it skips a notebook, so its log is checked too.
-        done = subprocess.run(cmd, cwd=course, capture_output=True, text=True)
-        if done.returncode != 0 or "[ERROR]" in done.stderr:
-            raise RuntimeError(f"nbgrader generate_assignment {lab} failed:\n{done.stdout}{done.stderr}")
+    common = [
+        "--no-db",
+        "--force",
+        "--quiet",
+        f"--CourseDirectory.root={course}",
+        f"--CourseDirectory.source_directory={SOURCE}",
+        f"--CourseDirectory.release_directory={RELEASE}",
+    ]
+    labs = ids or lab_ids(course)
+    done = nbgrader_cli.run([["generate_assignment", lab, *common] for lab in labs], cwd=course)
+    # nbgrader exits 0 even when it skips a notebook, so its log is checked too.
+    if done.returncode != 0 or "[ERROR]" in done.stderr:
+        raise RuntimeError(f"nbgrader generate_assignment {' '.join(labs)} failed:\n{done.stdout}{done.stderr}")
 
 
 def translated_solutions(course: Path, ids: list[str], edition: str, dest: Path) -> dict[str, list[str]]:

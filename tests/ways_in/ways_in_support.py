@@ -24,6 +24,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from nbclient import NotebookClient
+from nbformat import NotebookNode
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -119,8 +120,9 @@ def run(cmd: list, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     return done
 
 
-def execute(path: Path, python: Path, kernels: Path, monkeypatch: pytest.MonkeyPatch, **env: str) -> None:
-    """Run the notebook at ``path`` top to bottom in a kernel of ``python``, in the notebook's own folder."""
+def execute(path: Path, python: Path, kernels: Path, monkeypatch: pytest.MonkeyPatch, **env: str) -> NotebookNode:
+    """Run the notebook at ``path`` top to bottom in a kernel of ``python``, in the notebook's own folder; the
+    notebook with its outputs (an error is allowed only in a cell tagged ``raises-exception``)."""
     spec = kernels / "kernels" / "fresh"
     spec.mkdir(parents=True, exist_ok=True)
     argv = [str(python), "-m", "ipykernel_launcher", "-f", "{connection_file}"]
@@ -131,4 +133,6 @@ def execute(path: Path, python: Path, kernels: Path, monkeypatch: pytest.MonkeyP
         if value is not None:
             monkeypatch.setenv(key, value)
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, kernel_name="fresh", timeout=180, resources={"metadata": {"path": str(path.parent)}}).execute()
+    return NotebookClient(
+        nb, kernel_name="fresh", timeout=180, resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
