@@ -12,6 +12,7 @@ import pytest
 import torch
 
 from qkv.grading import sandbox
+from qkv.grading.events import CellError
 from qkv.grading.jobs import Job, Limits
 from qkv.grading.protocol import read_messages
 from qkv.grading.testing import COURSE
@@ -42,7 +43,7 @@ def _seen(tmp_path, fork: bool) -> list[str]:
     finally:
         worker.stop()
     assert header.state == "exited", (header, (tmp_path / f"{fork}.log").read_text())
-    return [m["error"] for m in read_messages(raw) if m["t"] == "cell"]
+    return [m.error for m in read_messages(raw) if isinstance(m, CellError)]
 
 
 def test_a_notebook_sees_the_same_world_in_a_forked_worker(tmp_path, monkeypatch):

@@ -16,6 +16,7 @@ import pytest
 
 from qkv.grading.analysis import analyse
 from qkv.grading.compare import compare
+from qkv.grading.events import Done
 from qkv.grading.protocol import read_messages
 from qkv.grading.reports import csv_safe
 from qkv.grading.results import decode_value as _decode
@@ -114,7 +115,7 @@ def test_messages_from_the_child_are_validated():
             _decode(bad)
     body = json.dumps({"t": "done"}).encode()
     stream = struct.pack(">I", len(body)) + body + b"\x00\x00\x00\x05[1,2" + struct.pack(">I", 1000) + b"short"
-    assert read_messages(stream) == [{"t": "done"}]
+    assert read_messages(stream) == [Done()]
 
 
 def test_parse_notebook_rejects_what_is_not_a_notebook():

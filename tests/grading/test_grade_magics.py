@@ -9,6 +9,7 @@ import pytest
 from IPython.core.interactiveshell import InteractiveShell
 
 from qkv.grading.analysis import analyse
+from qkv.grading.events import Note
 from qkv.grading.magics import python_source
 from qkv.grading.shell import NoInput, Shell
 
@@ -64,7 +65,7 @@ def test_capture_binds_its_variable_and_functions_under_magics_are_defined():
 
 def test_shell_commands_and_input_are_noted_not_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    notes: list[dict] = []
+    notes: list[Note] = []
     cells = [
         "!pip install torch\nlisting = !ls\n%pip install numpy\n",
         "%%bash\ntouch made_by_bash\n",
@@ -73,7 +74,7 @@ def test_shell_commands_and_input_are_noted_not_run(tmp_path, monkeypatch):
     ns = _ours(cells, notes)
     assert ns["listing"] == []
     assert not (tmp_path / "made_by_bash").exists() and (tmp_path / "helper.py").read_text() == "VALUE = 3\n"
-    assert [(n["i"], n["kind"], n["text"]) for n in notes] == [
+    assert [(n.i, n.kind, n.text) for n in notes] == [
         (0, "shell", "!pip install torch"),
         (0, "shell", "!ls"),
         (0, "shell", "%pip install numpy"),
@@ -81,5 +82,5 @@ def test_shell_commands_and_input_are_noted_not_run(tmp_path, monkeypatch):
     ]
     with pytest.raises(NoInput):
         _ours(["name = input('Your name: ')\n"], notes)
-    assert notes[-1] == {"t": "note", "i": 0, "kind": "input", "text": "Your name: "}
+    assert notes[-1] == Note(i=0, kind="input", text="Your name: ")
     assert issubclass(NoInput, EOFError)  # what input() raises at the end of a file

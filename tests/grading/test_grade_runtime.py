@@ -52,7 +52,7 @@ for name in ("mine", "course", "method", "ops", "module_route", "frames", "switc
     except ForbiddenCall:
         raised = True
     wires.item, wires.active = None, set()
-    out[name] = {"raised": raised, "kinds": sorted({m["t"] for m in sent})}
+    out[name] = {"raised": raised, "kinds": sorted({m.to_wire()["t"] for m in sent})}
 print(json.dumps(out))
 """
 

@@ -17,8 +17,9 @@ PACKAGE = Path(sandbox.__file__).parent
 MAX_LINES = 300
 
 # Bottom first. A module may import only modules of earlier rows; the standard library, numpy, torch and the
-# library (``qkv`` outside ``grading``) are below them all. The first six rows are the sandbox side.
+# library (``qkv`` outside ``grading``) are below them all. The first seven rows are the sandbox side.
 LAYERS = [
+    {"events"},  # what the child tells the grader, checked as it is read back: both ends
     {"protocol", "jobs", "words"},  # the one wire framing, what crosses it, the grader's messages: both ends
     {"messages"},  # the grader's words (templates): the sandbox's exceptions carry messages too
     {"tripwires", "limits", "shell"},

@@ -2,8 +2,9 @@
 
 In layers, each importing only those below it (``tests/grading/test_layers.py`` holds the order and checks it):
 
-* the sandbox side, copied into the sandbox and importing only itself: ``protocol`` (the one wire framing, used by
-  both ends), ``tripwires`` and ``limits``, ``child`` (runs one submission), ``worker`` (forks a child per job);
+* the sandbox side, copied into the sandbox and importing only itself: ``events`` (the child's messages to the
+  grader) and ``protocol`` (the one wire framing), used by both ends; ``tripwires`` and ``limits``, ``child`` (runs
+  one submission), ``worker`` (forks a child per job);
 * the authoring format: ``spec`` and ``specs/<lab>.py`` (adding a lab's spec is copying one file);
 * helpers: ``analysis`` (forbidden calls in the student's source), ``atomic`` (files written whole),
   ``bwrap`` (the bubblewrap command), ``compare`` (results against the reference), ``fingerprint`` (the cache

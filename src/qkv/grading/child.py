@@ -1,11 +1,10 @@
 """The child: one submission's code cells run in order, then the student's functions called on the grader's inputs.
 
 Layer: sandbox side, above ``tripwires``, ``limits`` and ``shell``; runs inside the sandbox (forked by ``worker.py``),
-imports the standard library and the sandbox side below it (``protocol``, ``jobs``, ``messages``, ``tripwires``,
-``limits``, ``shell``); torch
-and numpy were imported by the worker. The cells arrive as Python (the grader transformed IPython's syntax). It
-writes plain arrays and short reports to its pipe; the grader trusts none of them: it compares values with its own
-reference and reads the rest only as feedback.
+imports the standard library and the sandbox side below it (``events``, ``protocol``, ``jobs``, ``messages``,
+``tripwires``, ``limits``, ``shell``); torch and numpy were imported by the worker. The cells arrive as Python (the
+grader transformed IPython's syntax). It writes plain arrays and short reports (``events``) to its pipe; the grader
+trusts none of them: it compares values with its own reference and reads the rest only as feedback.
 """
 
 from __future__ import annotations
@@ -16,7 +15,9 @@ import json
 import os
 import sys
 from contextlib import contextmanager
+from dataclasses import replace
 
+from .events import MAX_ERROR, At, Case, CellError, Done, Message, OutOfMemory, Send, Slow, SlowCall, Stopped
 from .jobs import Job, JobItem, WorkerConfig
 from .limits import CallTimer, TimeLimit, confine
 from .messages import Msg
@@ -25,8 +26,6 @@ from .shell import NoInput, Shell
 from .standins import StandIns
 from .tripwires import GRADER_FILE, ForbiddenCall, Tripwires
 
-MAX_ERROR = 400  # characters of an exception message kept for feedback
-
 
 def short(err: BaseException) -> str:
     """``Type: message``, cut to MAX_ERROR characters."""
@@ -34,11 +33,11 @@ def short(err: BaseException) -> str:
     return text if len(text) <= MAX_ERROR else text[: MAX_ERROR - 3] + "..."
 
 
-def said(err: BaseException) -> dict:
-    """``{"said": message}`` when ``err`` carries one of our messages (a function retired at its time limit, a
-    broken return-type contract), else {}: the grader words the case's failure from it, not from the text."""
+def said(err: BaseException) -> dict | None:
+    """The JSON of the message ``err`` carries, if one of ours (a function retired at its time limit, a broken
+    return-type contract): the grader words the case's failure from it, not from the text."""
     msg = err.args[0] if len(err.args) == 1 else None
-    return {"said": msg.to_json()} if isinstance(msg, Msg) else {}
+    return msg.to_json() if isinstance(msg, Msg) else None
 
 
 def _is_memory(err: BaseException) -> bool:
@@ -83,13 +82,13 @@ def _quiet_display(*args, **kwargs):
     return None
 
 
-def sender(fd: int):
-    """``send(msg)``: one framed JSON message to ``fd``, with ``os.write`` and ``json.dumps`` kept from now
+def sender(fd: int) -> Send:
+    """``send(msg)``: one message, framed as JSON, to ``fd``, with ``os.write`` and ``json.dumps`` kept from now
     (patching them later changes nothing here)."""
     write, dumps = os.write, json.dumps
 
-    def send(msg: dict) -> None:
-        write_frame(fd, dumps(msg).encode(), write)
+    def send(msg: Message) -> None:
+        write_frame(fd, dumps(msg.to_wire()).encode(), write)
 
     return send
 
@@ -111,7 +110,7 @@ def run_child(job: Job, fd: int, cfg: WorkerConfig) -> None:
     # only graded calls count
     for i, src in enumerate(job.cells):
         shell.cell = i
-        send({"t": "at", "i": i})
+        send(At(i))
         try:
             code = compile(src, f"<cell {i + 1}>", "exec")
             timer.arm(cell_seconds)
@@ -121,17 +120,17 @@ def run_child(job: Job, fd: int, cfg: WorkerConfig) -> None:
                 timer.disarm()
         except BaseException as err:  # a failing cell does not stop the rest
             if timer.ran_past(err) and timer.cell_over:  # the cell used its time: it is charged, and only it
-                send({"t": "stopped", "i": i, "seconds": cell_seconds})
+                send(Stopped(i, cell_seconds))
                 return
             # One call of the cell's that ran past a call's share (an endless loop?) stopped the cell only: later
             # cells do not run that function again; graded calls of it still do, with their own time.
             slow = timer.retire(err, ns, cells_only=True)
             if slow is not None and slow["function"] is not None:
-                send({"t": "slow", **slow, "item": None})
+                send(Slow(slow["cell"], slow["function"], None))
             if not isinstance(err, NoInput):  # input() was noted; in Jupyter someone would have typed
-                send({"t": "cell", "i": i, "error": short(err)})
+                send(CellError(i, short(err)))
             if _is_memory(err):
-                send({"t": "memory"})
+                send(OutOfMemory())
 
     calls = {}  # grade_id -> the spec's call, compiled as the grader's code
     for item in job.items:
@@ -155,13 +154,13 @@ def run_child(job: Job, fd: int, cfg: WorkerConfig) -> None:
             wires.item, wires.active = item.grade_id, set(item.forbid)
             _cases(item, calls.get(item.grade_id), ns, wires, timer, send)
     wires.item, wires.active = None, set()
-    send({"t": "done"})
+    send(Done())
 
 
-def _cases(item: JobItem, call, ns: dict, wires: Tripwires, timer: CallTimer, send) -> None:
+def _cases(item: JobItem, call, ns: dict, wires: Tripwires, timer: CallTimer, send: Send) -> None:
     """The item's cases, each one graded call watched by the tripwires; one message per case."""
     for n, (args, kwargs) in enumerate(item.cases):
-        msg: dict = {"t": "case", "item": item.grade_id, "case": n}
+        msg = Case(item.grade_id, n)
         try:
             target = ns.get(item.function)
             if target is None:
@@ -173,22 +172,18 @@ def _cases(item: JobItem, call, ns: dict, wires: Tripwires, timer: CallTimer, se
             finally:
                 timer.disarm()
             try:
-                msg["out"] = _encode(out)
+                msg = replace(msg, out=_encode(out))
             except BaseException as err:
-                msg["unreadable"] = True
+                msg = replace(msg, unreadable=True)
                 raise err
         except BaseException as err:
             slow = timer.retire(err, ns)  # the function the grader called is the one that used the time
+            ran: SlowCall | bool = isinstance(err, TimeLimit)
             if slow is not None:
-                slow["function"] = slow["function"] or item.function
-                send({"t": "slow", **slow, "item": item.grade_id})
-                msg["slow"] = {"function": slow["function"], "cell": slow["cell"]}
-            elif isinstance(err, TimeLimit):
-                msg["slow"] = True
-            msg["error"] = short(err)
-            msg.update(said(err))
-            if isinstance(err, ForbiddenCall):
-                msg["forbidden"] = True
+                ran = SlowCall(slow["function"] or item.function, slow["cell"])
+                send(Slow(ran.cell, ran.function, item.grade_id))
+            forbidden = isinstance(err, ForbiddenCall)
+            msg = replace(msg, slow=ran, error=short(err), said=said(err), forbidden=forbidden)
             if _is_memory(err):
-                send({"t": "memory"})
+                send(OutOfMemory())
         send(msg)

@@ -7,6 +7,9 @@ object with ``from_wire`` and sends ``to_wire()``, so a missing or misspelled fi
 
   grader -> worker: a :class:`WorkerConfig` once, then one :class:`Job` per submission (pickled plain data)
   worker -> grader: :class:`Ready` once, then one :class:`Header` per job (JSON), followed by the child's bytes
+
+The child's bytes are its messages to the grader, one frame each: their types live in ``events``, beside this module
+and below ``protocol``, which reads them back.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """The one wire framing of the grader: a 4-byte big-endian length, then the payload.
 
-Layer: the bottom of both sides, shared by both ends (it runs inside the sandbox too, so it imports only the standard
-library and nothing of the grader). The channels it frames:
+Layer: the bottom of both sides, shared by both ends, above ``events`` (it runs inside the sandbox too, so it imports
+only the standard library and ``events``). The channels it frames:
 
-  grader -> worker (stdin):  pickle of a dict (trusted direction: the grader wrote it)
-  worker -> grader (stdout): a JSON header, then one frame of the child's raw bytes
-  child  -> worker (pipe):   JSON messages {"t": "at" | "cell" | "case" | "forbidden" | "slow" | "memory" | "done", ...}
+  grader -> worker (stdin):  pickle of a dict (trusted direction: the grader wrote it): ``jobs``' types
+  worker -> grader (stdout): a JSON header (``jobs.Header``), then one frame of the child's raw bytes
+  child  -> worker (pipe):   JSON messages {"t": "at" | "case" | "note" | ..., ...}, one per frame: ``events``' types
 
 The child's bytes are read back with :func:`read_messages`, which trusts nothing in them.
 """
@@ -17,6 +17,8 @@ import os
 import select
 import struct
 import time
+
+from .events import Message, parse
 
 LENGTH = struct.Struct(">I")
 MAX_LEAF = 4_000_000  # float64 entries in one returned array (the child refuses more, the grader too)
@@ -58,10 +60,10 @@ def read_frame(fd: int, deadline: float | None = None) -> bytes:
     return read_exact(fd, n, deadline)
 
 
-def read_messages(raw: bytes) -> list[dict]:
-    """The JSON objects framed in ``raw`` (a child's bytes, untrusted): a truncated last frame and anything that is
-    not a JSON object are dropped."""
-    msgs: list[dict] = []
+def read_messages(raw: bytes) -> list[Message]:
+    """The child's messages framed in ``raw`` (its bytes, untrusted), each checked by :func:`.events.parse`: a
+    truncated last frame, what is not JSON and what is not a message the child sends are dropped."""
+    msgs: list[Message] = []
     pos = 0
     while pos + LENGTH.size <= len(raw) and len(msgs) < MAX_MESSAGES:
         (n,) = LENGTH.unpack(raw[pos : pos + LENGTH.size])
@@ -70,9 +72,7 @@ def read_messages(raw: bytes) -> list[dict]:
         if len(body) < n:
             break
         try:
-            msg = json.loads(body)
-        except (ValueError, RecursionError):
+            msgs.append(parse(json.loads(body)))
+        except (ValueError, RecursionError):  # events.Malformed is a ValueError
             continue
-        if isinstance(msg, dict):
-            msgs.append(msg)
     return msgs

@@ -32,6 +32,7 @@ BASE_UID = 61000  # children run as uid uid_base() + job index (no such user nee
 # imports only the standard library and the others (tests/grading/test_layers.py checks it).
 INSIDE_PACKAGE = "qkv_grader"
 INSIDE_MODULES = (
+    "events",
     "protocol",
     "jobs",
     "words",

@@ -1,8 +1,9 @@
 """Scoring: the inputs and references of a lab's items, and the child's answers turned into item results.
 
-Layer: grader side, above ``results`` and ``lab``; imports the standard library and, of the grader, ``spec``,
-``compare``, ``analysis``, ``results`` and ``lab``. Every point is decided here, from values computed here; what
-the child reports besides its values (errors, time-outs, tripped wires) is read only as feedback.
+Layer: grader side, above ``results`` and ``lab``; imports the standard library and, of the grader, ``events``,
+``spec``, ``compare``, ``analysis``, ``results`` and ``lab``. Every point is decided here, from values computed here;
+what the child reports besides its values (errors, time-outs, tripped wires) is read only as feedback. Its messages
+arrive checked (``events.parse``): types and bounds are taken as given here.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 from . import analysis
 from .compare import compare, to_float64, to_leaves
+from .events import At, Case, CellError, Done, Escape, Forbidden, Message, Note, OutOfMemory, Slow, SlowCall, Stopped
 from .jobs import Header
 from .lab import Lab
 from .messages import (
@@ -81,52 +83,50 @@ def _checks(n: int) -> Msg:
     return ONE_CHECK(n=n) if n == 1 else CHECKS(n=n)
 
 
-def _function(name: object, cell: object, cut: int = 60) -> Param:
-    """A function of the student's, maybe with its code cell (as the child reports it: its name read as text)."""
-    text = str(name)[:cut]
-    return FUNCTION_IN_CELL(function=text, cell=cell) if isinstance(cell, int) and cell else text
+def _function(where: Slow | SlowCall, cut: int = 60) -> Param:
+    """A function of the student's, with its code cell where known (its name cut to ``cut`` characters)."""
+    text = where.function[:cut]
+    return FUNCTION_IN_CELL(function=text, cell=where.cell) if where.cell else text
 
 
-def _said(m: dict) -> Msg | None:
+def _said(m: Case) -> Msg | None:
     """The message an exception of ours carried (a retired function's, a broken contract's), checked."""
     try:
-        return Msg.from_json(m["said"], CHILD_SAYS) if "said" in m else None
+        return Msg.from_json(m.said, CHILD_SAYS) if m.said is not None else None
     except ValueError:
         return None
 
 
-def _failure(m: dict) -> Msg:
-    """Why a case whose call raised failed, in words for the student."""
-    err = str(m["error"])[:400]
+def _failure(m: Case, err: str) -> Msg:
+    """Why a case whose call raised ``err`` failed, in words for the student."""
     said = _said(m)
-    if m.get("slow"):
-        slow = m["slow"]
-        if isinstance(slow, dict):
-            why: Param = RAN_PAST(functions=(_function(slow.get("function"), slow.get("cell"), 80),))
+    if m.slow:
+        if isinstance(m.slow, SlowCall):
+            why: Param = RAN_PAST(functions=(_function(m.slow, 80),))
         else:
             why = said or err.removeprefix("TimeLimit: ")
         return CALL_TOO_SLOW(why=why)
-    if m.get("forbidden") or err.startswith("ForbiddenCall"):
+    if m.forbidden or err.startswith("ForbiddenCall"):
         return CALLED_FORBIDDEN()
     if err.startswith("NotImplementedError"):
         return NOT_WRITTEN()
-    if m.get("unreadable"):
+    if m.unreadable:
         return NOT_A_TENSOR_RETURNED(error=err)
     return RAISED(error=said or err)
 
 
-def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted: set[str]) -> dict[str, ItemResult]:
+def score(prepared: list[Prepared], msgs: list[Message], cells: list[str], trusted: set[str]) -> dict[str, ItemResult]:
     """Per item: points and the feedback lines. Decided here, from values computed here."""
-    cases: dict[tuple[str, int], dict] = {}
+    cases: dict[tuple[str, int], Case] = {}
     tripped: dict[str, set[str]] = {}
     escapes: list[str] = []  # what reached around the watchers at run time (the child's report)
     for m in msgs:
-        if m.get("t") == "case" and isinstance(m.get("item"), str) and isinstance(m.get("case"), int):
-            cases.setdefault((m["item"], m["case"]), m)  # the first answer counts; later copies are ignored
-        elif m.get("t") == "forbidden" and isinstance(m.get("item"), str) and isinstance(m.get("name"), str):
-            tripped.setdefault(m["item"], set()).add(m["name"][:80])
-        elif m.get("t") == "escape" and isinstance(m.get("what"), str) and m["what"][:80] not in escapes:
-            escapes.append(m["what"][:80])
+        if isinstance(m, Case):
+            cases.setdefault((m.item, m.case), m)  # the first answer counts; later copies are ignored
+        elif isinstance(m, Forbidden) and m.item is not None:
+            tripped.setdefault(m.item, set()).add(m.name)
+        elif isinstance(m, Escape) and m.what not in escapes:
+            escapes.append(m.what)
     results = {}
     for p in prepared:
         item = p.item
@@ -138,11 +138,11 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
             if answer is None:
                 fails.append((what, NO_RESULT()))
                 continue
-            if "error" in answer:
-                fails.append((what, _failure(answer)))
+            if answer.error is not None:
+                fails.append((what, _failure(answer, answer.error)))
                 continue
             try:
-                got = decode_value(answer.get("out"))
+                got = decode_value(answer.out)
             except (ValueError, TypeError, KeyError):
                 fails.append((what, UNREADABLE_RESULT()))
                 continue
@@ -178,18 +178,18 @@ def score(prepared: list[Prepared], msgs: list[dict], cells: list[str], trusted:
     return results
 
 
-def _cell_no(msgs: list[dict], kind: str) -> int | None:
+def _cell_no(msgs: list[Message], kind: type[At | Stopped]) -> int | None:
     """The code cell (1-based) named by the last message of ``kind`` (the child's own report, for feedback only)."""
-    hits = [m["i"] for m in msgs if m.get("t") == kind and isinstance(m.get("i"), int) and 0 <= m["i"] < 100_000]
+    hits = [m.i for m in msgs if isinstance(m, kind)]
     return hits[-1] + 1 if hits else None
 
 
-def slow_functions(msgs: list[dict]) -> tuple[Param, ...]:
+def slow_functions(msgs: list[Message]) -> tuple[Param, ...]:
     """Each function of the student's that ran past its time limit, with its code cell where known."""
     out: list[Param] = []
     for m in msgs:
-        if m.get("t") == "slow" and isinstance(m.get("function"), str):
-            found = _function(m["function"], m.get("cell"))
+        if isinstance(m, Slow):
+            found = _function(m)
             if found not in out:
                 out.append(found)
     return tuple(out[:10])
@@ -202,30 +202,27 @@ def _first_line(cells: list[str], n: int) -> str:
     return f"`{line[:57]}...`" if len(line) > 60 else f"`{line}`"
 
 
-def status_of(header: Header, msgs: list[dict], cells: Sequence[str] = ()) -> tuple[str, Msg | None]:
+def status_of(header: Header, msgs: list[Message], cells: Sequence[str] = ()) -> tuple[str, Msg | None]:
     """The submission's status and the note that explains it, from the worker's header and the child's messages
     (``cells``: the notebook's code cells, to name a cell by its first line)."""
     state, sig = header.state, header.signal
-    stopped = _cell_no(msgs, "stopped")
+    done = any(isinstance(m, Done) for m in msgs)
+    stopped = _cell_no(msgs, Stopped)
     if stopped is not None:
-        seconds = next((m.get("seconds") for m in msgs if m.get("t") == "stopped"), 0)
-        return "timeout", CELL_STOPPED(
-            cell=stopped,
-            line=_first_line(list(cells), stopped),
-            seconds=float(seconds) if isinstance(seconds, (int, float)) else "?",
-        )
+        seconds = next(m.seconds for m in msgs if isinstance(m, Stopped))  # the first report's
+        return "timeout", CELL_STOPPED(cell=stopped, line=_first_line(list(cells), stopped), seconds=seconds)
     if state == "timeout" or sig == 24:  # SIGXCPU: the CPU-time limit
-        at = _cell_no(msgs, "at")
-        if at is not None and not any(m.get("t") == "done" for m in msgs):
+        at = _cell_no(msgs, At)
+        if at is not None and not done:
             return "timeout", STILL_RUNNING_AT(cell=at)
         return "timeout", STILL_RUNNING()
-    if any(m.get("t") == "memory" for m in msgs):
+    if any(isinstance(m, OutOfMemory) for m in msgs):
         return "memory", OUT_OF_MEMORY()
     if state == "output":
         return "crashed", TOO_MUCH_OUTPUT()
     if state == "worker":
         return "crashed", WORKER_FAILED()
-    if not any(m.get("t") == "done" for m in msgs):
+    if not done:
         return "crashed", KILLED(signal=str(sig)) if sig else EXITED(code=str(header.exit))
     slow = slow_functions(msgs)
     if slow:
@@ -233,26 +230,27 @@ def status_of(header: Header, msgs: list[dict], cells: Sequence[str] = ()) -> tu
     return "graded", None
 
 
-def cell_errors(msgs: list[dict], own: list[bool]) -> list[Msg]:
-    """The errors of the student's own cells (the lab's unchanged cells are not theirs to fix), for feedback."""
+def cell_errors(msgs: list[Message], own: list[bool]) -> list[Msg]:
+    """The errors of the student's own cells (the lab's unchanged cells are not theirs to fix), for feedback (each
+    cut to 300 characters, twenty at most)."""
     return [
-        CELL_ERROR(cell=m["i"] + 1, error=str(m.get("error"))[:300])
+        CELL_ERROR(cell=m.i + 1, error=m.error[:300])
         for m in msgs
-        if m.get("t") == "cell" and isinstance(m.get("i"), int) and 0 <= m["i"] < len(own) and own[m["i"]]
+        if isinstance(m, CellError) and m.i < len(own) and own[m.i]
     ][:20]
 
 
-def notes(msgs: list[dict]) -> list[Msg]:
+def notes(msgs: list[Message]) -> list[Msg]:
     """What the grader did not run as Jupyter would have (shell commands, unknown magics, ``input()``), once each."""
     out: list[Msg] = []
     for m in msgs:
-        if m.get("t") != "note" or not isinstance(m.get("i"), int) or not isinstance(m.get("text"), str):
+        if not isinstance(m, Note):
             continue
-        cell, text = m["i"] + 1, "`" + m["text"][:80].replace("`", "'") + "`"
-        if m.get("kind") == "input":
+        cell, text = m.i + 1, "`" + m.text.replace("`", "'") + "`"
+        if m.kind == "input":
             line = INPUT_ANSWERED(cell=cell)
         else:
-            line = (SHELL_SKIPPED if m.get("kind") == "shell" else MAGIC_SKIPPED)(cell=cell, command=text)
+            line = (SHELL_SKIPPED if m.kind == "shell" else MAGIC_SKIPPED)(cell=cell, command=text)
         if line not in out:
             out.append(line)
     return out[:10]

@@ -1,7 +1,7 @@
 """The ``get_ipython()`` of the sandbox: a minimal IPython shell for the magics a notebook uses.
 
-Layer: sandbox side, above ``protocol``; runs inside the sandbox, imports only the standard library (nothing of the
-grader). The grader turned each cell into Python with IPython's own transformer (``magics.py``); that Python calls
+Layer: sandbox side, above ``protocol``; runs inside the sandbox, imports only the standard library and ``events``
+(its notes are messages to the grader). The grader turned each cell into Python with IPython's own transformer (``magics.py``); that Python calls
 this shell. Magics that run code (``%time``, ``%timeit``, ``%%timeit``; ``%%time``, ``%%capture`` run their body
 inline) run it in the notebook's namespace, once, with nothing printed; display and set-up magics
 (``%matplotlib``, ``%config``, ``%load_ext``, ...) do nothing; shell commands (``!pip``, ``%pip``, ``%%bash``) and
@@ -11,6 +11,8 @@ inline) run it in the notebook's namespace, once, with nothing printed; display 
 from __future__ import annotations
 
 import shlex
+
+from .events import MAX_NAME, Note, Send
 
 QUIET = frozenset(  # nothing to do here: display, set-up, help, introspection
     "matplotlib config load_ext reload_ext unload_ext autoreload aimport precision xmode pdb who whos who_ls pwd "
@@ -41,7 +43,7 @@ class Shell:
     """``get_ipython()`` for the cells of one notebook: ``ns`` its namespace, ``send`` the channel for notes,
     ``cell`` the index of the cell now running (set by the child)."""
 
-    def __init__(self, ns: dict, send) -> None:
+    def __init__(self, ns: dict, send: Send) -> None:
         self.ns, self.send, self.cell = ns, send, 0
 
     def __call__(self) -> Shell:  # the notebook calls get_ipython()
@@ -51,7 +53,7 @@ class Shell:
         return _Nothing()
 
     def note(self, kind: str, text: str) -> None:
-        self.send({"t": "note", "i": self.cell, "kind": kind, "text": text[:80]})
+        self.send(Note(self.cell, kind, text[:MAX_NAME]))
 
     def _run(self, source: str, expression: bool = False):
         filename = f"<cell {self.cell + 1}>"

@@ -1,7 +1,8 @@
 """Tripwires: forbidden calls seen at run time, charged to the graded call that executed them.
 
-Layer: sandbox side, above ``protocol``; runs inside the sandbox, imports only the standard library (torch lazily,
-from the worker's process). Three watchers, all judging what runs, never names in the source:
+Layer: sandbox side, above ``protocol``; runs inside the sandbox, imports only the standard library and ``events``
+(what it reports; torch lazily, from the worker's process). Three watchers, all judging what runs, never names in
+the source:
 
 * a **wrapper** in place of each forbidden callable, wherever a module binds it (``torch.softmax``,
   ``torch._C._VariableFunctions.softmax``, ``qkv.positional.sinusoidal_positional_encoding``);
@@ -23,7 +24,8 @@ import importlib
 import os
 import sys
 import sysconfig
-from collections.abc import Callable
+
+from .events import Escape, Forbidden, Send
 
 GRADER_FILE = "<grader>"  # the file name the spec's own code (calls, stand-ins) is compiled with
 # Audit events that read or rewrite the runtime behind the grader's back, when the student's code raises them.
@@ -64,7 +66,7 @@ class Tripwires:
     grade_id whose cases run (sent with each report through ``send``), ``course`` the file names of the
     course's cells."""
 
-    def __init__(self, send: Callable[[dict], None]) -> None:
+    def __init__(self, send: Send) -> None:
         self.send = send
         self.item: str | None = None
         self.active: set[str] = set()
@@ -93,13 +95,13 @@ class Tripwires:
         self.trips += 1
         if not where.startswith("<cell "):
             self.escape("exec")  # the call came from code made from a string at run time
-        self.send({"t": "forbidden", "item": self.item, "name": name})
+        self.send(Forbidden(self.item, name))
         raise ForbiddenCall(f"{name} is not allowed here")
 
     def escape(self, what: str) -> None:
         if what not in self.escaped and len(self.escaped) < 20:
             self.escaped.add(what)
-            self.send({"t": "escape", "item": self.item, "what": what})
+            self.send(Escape(self.item, what))
 
     # --- the wrappers --------------------------------------------------------------------------------------
     def install(self, names: list[str]) -> None:

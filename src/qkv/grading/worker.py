@@ -2,7 +2,7 @@
 
 Layer: sandbox side, the top of it; runs inside the sandbox, started by ``sandbox.py`` as
 ``qkv_grader.worker`` from the copy that ``sandbox.make_lib`` makes; imports the standard library and the
-sandbox side below it (``protocol``, ``jobs``, ``limits``, ``child``). The worker (trusted) imports torch and friends
+sandbox side below it (``events``, ``protocol``, ``jobs``, ``limits``, ``child``). The worker (trusted) imports torch and friends
 once, then for each job forks a child (``child.py``), enforces the wall-clock limit, caps the bytes read, kills
 every process the submission started, removes its files, and relays the child's raw bytes to the grader.
 """
@@ -21,6 +21,7 @@ import time
 from dataclasses import replace
 
 from .child import run_child, short
+from .events import MAX_TRACE, Internal
 from .jobs import Header, Job, Ready, WorkerConfig
 from .limits import become
 from .protocol import read_frame, write_frame
@@ -108,8 +109,8 @@ def run_job(job: Job, cfg: WorkerConfig) -> tuple[Header, bytes]:
             try:
                 import traceback
 
-                msg = json.dumps({"t": "internal", "error": short(err), "trace": traceback.format_exc()[-2000:]})
-                write_frame(3, msg.encode())
+                msg = Internal(short(err), traceback.format_exc()[-MAX_TRACE:])
+                write_frame(3, json.dumps(msg.to_wire()).encode())
             except BaseException:
                 pass
         finally:
