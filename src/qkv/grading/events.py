@@ -19,7 +19,7 @@ MAX_GRADE_ID = 200  # characters of a grade id: a longer one names no item, and 
 MAX_NAME = 80  # characters of a function's or forbidden call's name, an escape, a note's command
 MAX_ERROR = 400  # characters of an exception message kept for feedback
 MAX_TRACE = 2000  # characters of the child's own traceback
-MAX_SECONDS = 1e6
+MAX_SECONDS = 1e6  # a stopped cell's CPU seconds are below it (and finite: JSON from Python may hold NaN)
 NOTE_KINDS = ("shell", "magic", "input")  # a shell command, an unknown magic, input(): none was run
 
 
