@@ -98,7 +98,7 @@ i18n: $(STAMP) vendor
 # library and the grader (its layers, templates, analysis, time limits, magics): under a minute, run first by CI.
 FAST_TESTS := tests/test_attention.py tests/test_masks.py tests/test_multihead.py tests/test_positional.py \
 	tests/test_chunked.py tests/test_encoder.py tests/test_errors.py tests/test_properties.py tests/test_docstrings.py \
-	tests/test_lab_lists.py tests/grading/test_layers.py tests/grading/test_messages.py \
+	tests/test_lab_lists.py tests/grading/test_layers.py tests/grading/test_messages.py tests/grading/test_events.py \
 	tests/grading/test_grade_analysis.py tests/grading/test_grade_analysis_scopes.py tests/grading/test_grade_time.py \
 	tests/grading/test_fingerprint.py tests/grading/test_grade_magics.py
 check: $(STAMP)
