@@ -107,10 +107,11 @@ check: $(STAMP)
 	$(BIN)/mypy
 	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -q -p no:cacheprovider $(FAST_TESTS)
 
+# --durations: the slowest tests in every log, beside the seconds per test group (tests/conftest.py).
 # LAB=<id>: only the tests about that lab (tests/conftest.py's --lab), without the book build and the browser tests
 # that read it (after `make book`: `.venv/bin/python -m pytest -m browser --lab <id>`).
 test: $(STAMP) system $(if $(LAB),,book)
-	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadscope --nbval-lax --nbval-current-env \
+	OMP_NUM_THREADS=1 $(BIN)/python -m pytest -n $(JOBS) --dist loadscope --nbval-lax --nbval-current-env --durations=15 \
 	  $(if $(LAB),-m "not hub and not browser" --lab $(LAB),-m "not hub")
 
 # --- The JupyterHub course (hub/README.md): JupyterHub in its own venv (hub/requirements-hub.txt, hashed),
