@@ -63,7 +63,7 @@ def both_scores(request, tmp_path_factory):
         {
             item.callspec.params["lab"]
             for item in request.session.items
-            if getattr(item, "originalname", None) == "test_qkv_grade_agrees_with_nbgrader_autograde"
+            if getattr(item, "originalname", None) == test_qkv_grade_agrees_with_nbgrader_autograde.__name__
         }
     )
     tmp = tmp_path_factory.mktemp("consistency")
