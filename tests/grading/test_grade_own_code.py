@@ -123,3 +123,78 @@ def test_graders_side_by_side_never_share_a_uid_block():
     for p in others:
         p.wait()
     assert len({mine, *bases}) == 4, (mine, bases)
+
+
+def _kernel_protects_regular_files() -> bool:
+    from pathlib import Path
+
+    setting = Path("/proc/sys/fs/protected_regular")
+    return setting.exists() and setting.read_text().strip() != "0"
+
+
+def _as_user_in_a_fork(uid: int, pid: int, temp: str) -> int:
+    """``sandbox.uid_base()`` in a forked child running as ``uid`` and seeing ``os.getpid() == pid``: its block."""
+    import os
+    import tempfile
+    import traceback
+
+    from qkv.grading import sandbox
+
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child reports through the pipe and its exit status
+        code = 1
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            sandbox._held_block.clear()  # this grader process is a new one
+            tempfile.tempdir = temp
+            os.getpid = lambda: pid
+            if not _kernel_protects_regular_files():  # the kernel's rule, where this machine has it off
+                real_open = os.open
+
+                def open_as_protected_regular(path, flags, *args):
+                    mine = not os.path.exists(path) or os.stat(path).st_uid == os.getuid()
+                    if flags & os.O_CREAT and not mine:
+                        raise PermissionError(13, "fs.protected_regular", str(path))
+                    return real_open(path, flags, *args)
+
+                os.open = open_as_protected_regular
+            os.write(write, str((sandbox.uid_base() - sandbox.BASE_UID) // 64).encode())
+            code = 0
+        except BaseException:
+            traceback.print_exc()
+        os._exit(code)
+    os.close(write)
+    _, status = os.waitpid(child, 0)
+    with os.fdopen(read) as pipe:
+        said = pipe.read()
+    assert os.waitstatus_to_exitcode(status) == 0, f"uid_base() as uid {uid} failed"
+    return int(said)
+
+
+def test_graders_of_different_users_share_the_uid_folder():
+    """One machine, many users grading (an instructor, students' ``qkv check``): each user's grader takes a block
+    from lock files other users made. In a sticky folder like /tmp, Linux refuses O_CREAT on another user's file
+    (``fs.protected_regular``), so an existing lock file is opened without it; one this user may not read is
+    another user's block, skipped."""
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    temp = Path(tempfile.mkdtemp(dir="/tmp", prefix="qkv-uids-test-"))
+    try:
+        temp.chmod(0o755)
+        folder = temp / "qkv-grade-uids"
+        folder.mkdir()
+        folder.chmod(0o1777)  # as the first grader on the machine leaves it
+        assert _as_user_in_a_fork(3001, 7, str(temp)) == 7  # makes 7.lock, owned by 3001, and ends
+        assert (folder / "7.lock").stat().st_uid == 3001
+        assert _as_user_in_a_fork(3002, 7, str(temp)) == 7  # another user, the same block, free again
+        (folder / "8.lock").touch(mode=0o000)
+        os.chown(folder / "8.lock", 3003, 3003)
+        assert _as_user_in_a_fork(3002, 8, str(temp)) == 9  # unreadable to 3002: not its block
+    finally:
+        shutil.rmtree(temp)

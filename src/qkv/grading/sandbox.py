@@ -50,6 +50,26 @@ UID_BLOCKS = 4096  # blocks of 64 uids each, one per grader process
 _held_block: list[tuple[int, int]] = []
 
 
+def _open_lock(path: Path) -> int | None:
+    """A read-only descriptor of a block's lock file (flock needs no write access), created if it is missing.
+
+    An existing file is opened without O_CREAT: in a sticky folder such as /tmp, Linux refuses O_CREAT on another
+    user's file (``fs.protected_regular``), and the files here are made by every user who grades on the machine.
+    """
+    for _ in range(3):  # a file another grader removes or creates between our two calls
+        try:
+            return os.open(path, os.O_RDONLY)
+        except FileNotFoundError:
+            pass
+        except PermissionError:
+            return None
+        try:
+            return os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            continue
+    return None
+
+
 def uid_base() -> int:
     """This grader process's first uid: batches running side by side never share a uid (nor its limits).
 
@@ -63,7 +83,9 @@ def uid_base() -> int:
             os.chmod(folder, 0o1777)
         for i in range(UID_BLOCKS):
             block = (os.getpid() + i) % UID_BLOCKS
-            fd = os.open(folder / f"{block}.lock", os.O_RDONLY | os.O_CREAT, 0o644)  # flock needs no write access
+            fd = _open_lock(folder / f"{block}.lock")
+            if fd is None:  # another user's file that this user may not read: that user's block
+                continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError:
