@@ -113,15 +113,19 @@ def test_graders_side_by_side_never_share_a_uid_block():
     assert sandbox.uid_base() == mine  # stable within a process
     # the same pid in each (what pid % 4096 alone could not tell apart)
     code = "import os; os.getpid = lambda: 7; from qkv.grading import sandbox; print(sandbox.uid_base(), flush=True)"
+    # each holds its block until the test closes its stdin, however slowly the others start on a busy machine
     others = [
         subprocess.Popen(
-            [sys.executable, "-c", code + "; import time; time.sleep(3)"], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", code + "; import sys; sys.stdin.read()"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         for _ in range(3)
     ]
     bases = [int(p.stdout.readline()) for p in others]
     for p in others:
-        p.wait()
+        p.communicate()
     assert len({mine, *bases}) == 4, (mine, bases)
 
 

@@ -51,23 +51,21 @@ _held_block: list[tuple[int, int]] = []
 
 
 def _open_lock(path: Path) -> int | None:
-    """A read-only descriptor of a block's lock file (flock needs no write access), created if it is missing.
+    """A read-only descriptor of a block's lock file (flock needs no write access), created if it is missing;
+    None where the block is not this process's to take.
 
     An existing file is opened without O_CREAT: in a sticky folder such as /tmp, Linux refuses O_CREAT on another
     user's file (``fs.protected_regular``), and the files here are made by every user who grades on the machine.
     """
-    for _ in range(3):  # a file another grader removes or creates between our two calls
-        try:
-            return os.open(path, os.O_RDONLY)
-        except FileNotFoundError:
-            pass
-        except PermissionError:
-            return None
+    try:
+        return os.open(path, os.O_RDONLY)
+    except PermissionError:  # another user's file that this user may not read: that user's block
+        return None
+    except FileNotFoundError:
         try:
             return os.open(path, os.O_RDONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            continue
-    return None
+        except FileExistsError:  # another grader made it just now: that grader's block
+            return None
 
 
 def uid_base() -> int:
@@ -84,7 +82,7 @@ def uid_base() -> int:
         for i in range(UID_BLOCKS):
             block = (os.getpid() + i) % UID_BLOCKS
             fd = _open_lock(folder / f"{block}.lock")
-            if fd is None:  # another user's file that this user may not read: that user's block
+            if fd is None:
                 continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
