@@ -191,3 +191,15 @@ def test_scale_is_a_finite_number(scale):
     for call in (qkv.scaled_dot_product_attention, qkv.chunked_attention, qkv.column_attention):
         with pytest.raises(ValueError, match=r"^scale must be a finite number or None \(1 / sqrt\(d_k\)\); got "):
             call(q, k, v, scale=scale) if call is not qkv.column_attention else call(q.mT, k.mT, v.mT, scale=scale)
+
+
+def test_multihead_inputs_must_match_the_module():
+    mha = qkv.MultiHeadAttention(8, 2)
+    with pytest.raises(
+        ValueError, match=r"^query must be torch.float32 on cpu like the module's weights .*; got torch.float64 on cpu$"
+    ):
+        mha(torch.randn(2, 5, 8, dtype=torch.float64))
+    with pytest.raises(
+        ValueError, match=r"^need_weights must be False in a module built with impl='fused' .*; got True$"
+    ):
+        qkv.MultiHeadAttention(8, 2, impl="fused")(torch.randn(2, 5, 8), need_weights=True)

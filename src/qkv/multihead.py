@@ -144,6 +144,20 @@ class MultiHeadAttention(nn.Module):
             require_tensor(name, x, floating=True)
             require(x.dim() == 3 and x.shape[-1] == self.d_model, name, f"(B, *, d_model={self.d_model})", x)
         require_same_device_dtype(("query", "key", "value"), (query, key, value))
+        weight = self.q_proj.weight  # under autocast the projections choose their dtype themselves
+        same_dtype = query.dtype == weight.dtype or torch.is_autocast_enabled(query.device.type)
+        require(
+            same_dtype and query.device == weight.device,
+            "query",
+            f"{weight.dtype} on {weight.device} like the module's weights (or move the module: module.to(query.dtype))",
+            f"{query.dtype} on {query.device}",
+        )
+        require(
+            not (need_weights and self.impl == "fused"),
+            "need_weights",
+            "False in a module built with impl='fused' (the fused kernel never forms the weights)",
+            need_weights,
+        )
         B, L, _ = query.shape
         S = key.shape[1]
         require(key.shape[0] == B, "key", f"batch size {B} like query {shape_of(query)}", key)
