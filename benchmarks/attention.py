@@ -134,6 +134,11 @@ def spawn(mode: str, *args: object, threads: int | None = None) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def same_kernel(n: int, a: float | None, b: float | None, from_n: int) -> list[dict]:
+    """The protocol's check at one length: the ratio of two times of one kernel (none below ``from_n``)."""
+    return [{"N": n, "ratio": max(a, b) / min(a, b)}] if n >= from_n and a and b else []
+
+
 def main_section(args: argparse.Namespace) -> dict:
     """The four implementations at every length: time, peak memory, GFLOP/s and the same-kernel check."""
     impls = list(IMPLS)
@@ -164,16 +169,14 @@ def main_section(args: argparse.Namespace) -> dict:
                 row["error"] = timing.get("error", "not timed")
             rows.append(row)
         by = {r["impl"]: r for r in rows if r["N"] == n}
-        a, b = (by[i].get("min_ms") for i in SAME_KERNEL)
-        if n >= args.check_from and a and b:
-            checks.append({"N": n, "ratio": max(a, b) / min(a, b)})
+        checks += same_kernel(n, *(by[i].get("min_ms") for i in SAME_KERNEL), args.check_from)
         print(
             f"  N={n:6d} "
             + "  ".join(f"{i} {by[i].get('min_ms', float('nan')):9.2f} ms" for i in impls)
             + f"  (load {by[impls[0]]['load_before']})",
             flush=True,
         )
-    held = bool(checks) and all(c["ratio"] <= 1 + args.tolerance for c in checks)
+    held = bool(checks) and all(c["ratio"] <= 1 + args.tolerance for c in checks)  # every checked N
     info["load_average_1min_end"] = load()
 
     print(f"\nplain matrix product {args.matmul_n}x{args.matmul_n}: {ceiling or float('nan'):.1f} GFLOP/s")
@@ -249,16 +252,14 @@ def causal_section(args: argparse.Namespace) -> dict:
                     "qkv_causal_mask / torch_causal": best["qkv_causal_mask"] / best["torch_causal"],
                 }
             )
-        a, b = (best.get(i) for i in CAUSAL_SAME_KERNEL)
-        if n >= args.check_from and a and b:
-            checks.append({"N": n, "ratio": max(a, b) / min(a, b)})
+        checks += same_kernel(n, *(best.get(i) for i in CAUSAL_SAME_KERNEL), args.check_from)
         print(
             f"  N={n:6d} "
             + "  ".join(f"{i} {best.get(i, float('nan')):8.3f} ms" for i in impls)
             + f"  (load {measured.get('load_before')})",
             flush=True,
         )
-    held = bool(checks) and all(c["ratio"] <= 1 + args.tolerance for c in checks)
+    held = bool(checks) and all(c["ratio"] <= 1 + args.tolerance for c in checks)  # every checked N
     at_target = next((r for r in ratios if r["N"] == CAUSAL_TARGET["N"]), None)
     met = bool(
         held
