@@ -135,3 +135,42 @@ def test_column_form_is_the_row_form_transposed(shape, dtype, device):
     torch.testing.assert_close(w, ref_w.mT, **TOL[dtype])
     torch.testing.assert_close(w.sum(dim=-2), torch.ones_like(w.sum(dim=-2)), **TOL[dtype])
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v).mT, **TOL[dtype])
+
+
+@pytest.mark.parametrize("impl", ["explicit", "fused", "auto"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_is_causal_matches_torch_top_left(shape, dtype, impl, device):
+    q, k, v = (t.requires_grad_() for t in qkv_inputs(*shape, dtype=dtype, device=device))
+    got = qkv.scaled_dot_product_attention(q, k, v, is_causal=True, impl=impl)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # L != S in SHAPES: top-left alignment
+    torch.testing.assert_close(got, ref, **TOL[dtype])
+    upstream = torch.randn_like(ref)
+    for g, r in zip(torch.autograd.grad(got, (q, k, v), upstream), torch.autograd.grad(ref, (q, k, v), upstream)):
+        torch.testing.assert_close(g, r, **TOL[dtype])
+
+
+@pytest.mark.parametrize("impl", ["explicit", "fused", "auto"])
+@pytest.mark.parametrize(("L", "S", "d_k"), [(0, 5, 8), (4, 0, 8), (0, 0, 8), (4, 5, 0)])
+def test_empty_sizes_give_torchs_answer(L, S, d_k, impl, device):
+    """L = 0: an empty output; S = 0: zeros (no key); d_k = 0: uniform weights. Gradients flow as in PyTorch."""
+    q, k, v = (t.requires_grad_() for t in qkv_inputs((2, 3), L, S, d_k, 4, dtype=torch.float64, device=device))
+    got = qkv.scaled_dot_product_attention(q, k, v, impl=impl)
+    ref = F.scaled_dot_product_attention(q, k, v)
+    assert got.shape == (2, 3, L, 4)
+    torch.testing.assert_close(got, ref, **TOL[torch.float64])
+    upstream = torch.randn_like(ref)
+    for g, r in zip(torch.autograd.grad(got, (q, k, v), upstream), torch.autograd.grad(ref, (q, k, v), upstream)):
+        torch.testing.assert_close(g, r, **TOL[torch.float64])
+    if impl != "fused":
+        _, w = qkv.scaled_dot_product_attention(q, k, v, return_weights=True, impl=impl)
+        assert w.shape == (2, 3, L, S)
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 4), (2, 0, 3)])
+def test_softmax_over_an_empty_dim_is_empty_like_torch(shape):
+    x = torch.randn(shape, dtype=torch.float64)
+    for dim in range(len(shape)):
+        got = qkv.softmax(x, dim=dim)
+        assert got.shape == x.shape
+        torch.testing.assert_close(got, torch.softmax(x, dim=dim))

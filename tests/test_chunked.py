@@ -49,3 +49,18 @@ def test_gradients_equal_torch(causal):
     ref = torch.autograd.grad(F.scaled_dot_product_attention(q, k, v, is_causal=causal), (q, k, v), grad_out)
     for g, r in zip(got, ref):
         torch.testing.assert_close(g, r, **TOL[torch.float64])
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize(("L", "S"), [(0, 9), (6, 0), (0, 0)])
+def test_empty_sequences_equal_torch_with_gradients(L, S, causal):
+    q = torch.randn(2, L, 8, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(2, S, 8, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(2, S, 5, dtype=torch.float64, requires_grad=True)
+    got = qkv.chunked_attention(q, k, v, block_size=4, causal=causal)
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    assert got.shape == (2, L, 5)
+    torch.testing.assert_close(got, ref, **TOL[torch.float64])
+    upstream = torch.randn_like(ref)
+    for g, r in zip(torch.autograd.grad(got, (q, k, v), upstream), torch.autograd.grad(ref, (q, k, v), upstream)):
+        torch.testing.assert_close(g, r, **TOL[torch.float64])

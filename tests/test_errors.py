@@ -144,3 +144,62 @@ BOOL_AS_COUNT = [
 def test_booleans_are_not_counts(name, call):
     with pytest.raises(ValueError, match=rf"^{name} must be (a positive int|an int >= 0|an int); got True$"):
         call()
+
+
+def test_one_dim_inputs_say_the_form():
+    with pytest.raises(
+        ValueError,
+        match=r"query must have at least 2 dimensions; got shape \(8,\) \(query is \(\.\.\., L, d_k\); one query is query.unsqueeze\(-2\)\)",
+    ):
+        qkv.scaled_dot_product_attention(torch.randn(8), k, v)
+    with pytest.raises(
+        ValueError, match=r"key must have at least 2 dimensions; got shape \(8,\) \(key is \(\.\.\., S, d_k\)\)"
+    ):
+        qkv.chunked_attention(q, torch.randn(8), v)
+    with pytest.raises(ValueError, match=r"x must have at least 1 dimension; got shape \(\)"):
+        qkv.softmax(torch.tensor(1.0))
+
+
+def test_batch_dims_are_not_broadcast():
+    with pytest.raises(
+        ValueError,
+        match=r"like query \(5, 8\) \(batch dims are not broadcast: expand them first\); got shape \(2, 7, 8\)",
+    ):
+        qkv.scaled_dot_product_attention(torch.randn(5, 8), k, v)
+
+
+def test_mask_and_is_causal_together():
+    with pytest.raises(
+        ValueError,
+        match=r"mask must be None when is_causal=True \(for both, pass mask & causal_mask\(5, 7\)\); got shape \(5, 7\)",
+    ):
+        qkv.scaled_dot_product_attention(q, k, v, torch.ones(5, 7, dtype=torch.bool), is_causal=True)
+    with pytest.raises(ValueError, match=r"mask must be None when is_causal=True"):
+        qkv.MultiHeadAttention(8, 2)(torch.randn(2, 5, 8), mask=qkv.causal_mask(5), is_causal=True)
+
+
+@pytest.mark.parametrize("flag", [1, None, "yes"])
+def test_causal_flags_are_booleans(flag):
+    with pytest.raises(ValueError, match=rf"^is_causal must be True or False; got {flag!r}$"):
+        qkv.scaled_dot_product_attention(q, k, v, is_causal=flag)
+    with pytest.raises(ValueError, match=rf"^causal must be True or False; got {flag!r}$"):
+        qkv.chunked_attention(q, k, v, causal=flag)
+
+
+@pytest.mark.parametrize("scale", [float("nan"), float("inf"), True, "0.5", torch.tensor(0.5)])
+def test_scale_is_a_finite_number(scale):
+    for call in (qkv.scaled_dot_product_attention, qkv.chunked_attention, qkv.column_attention):
+        with pytest.raises(ValueError, match=r"^scale must be a finite number or None \(1 / sqrt\(d_k\)\); got "):
+            call(q, k, v, scale=scale) if call is not qkv.column_attention else call(q.mT, k.mT, v.mT, scale=scale)
+
+
+def test_multihead_inputs_must_match_the_module():
+    mha = qkv.MultiHeadAttention(8, 2)
+    with pytest.raises(
+        ValueError, match=r"^query must be torch.float32 on cpu like the module's weights .*; got torch.float64 on cpu$"
+    ):
+        mha(torch.randn(2, 5, 8, dtype=torch.float64))
+    with pytest.raises(
+        ValueError, match=r"^need_weights must be False in a module built with impl='fused' .*; got True$"
+    ):
+        qkv.MultiHeadAttention(8, 2, impl="fused")(torch.randn(2, 5, 8), need_weights=True)

@@ -17,10 +17,11 @@ def test_causal_mask_definition_and_torch_alignment(L, S):
         torch.randn(S, 4, dtype=torch.float64),
         torch.randn(S, 2, dtype=torch.float64),
     )
-    if L <= S:  # rows with no key (L > S top-left) are left out: torch gives NaN there
-        torch.testing.assert_close(
-            qkv.scaled_dot_product_attention(q, k, v, m), F.scaled_dot_product_attention(q, k, v, is_causal=True)
-        )
+    ref = F.scaled_dot_product_attention(q, k, v, is_causal=True)  # top-left: every query sees key 0, even L > S
+    for impl in ("explicit", "fused", "auto"):
+        torch.testing.assert_close(qkv.scaled_dot_product_attention(q, k, v, m, impl=impl), ref)
+        torch.testing.assert_close(qkv.scaled_dot_product_attention(q, k, v, is_causal=True, impl=impl), ref)
+    torch.testing.assert_close(qkv.chunked_attention(q, k, v, causal=True, block_size=2), ref)
 
 
 @pytest.mark.parametrize("L,window", [(1, 0), (5, 0), (5, 1), (7, 2), (4, 10)])

@@ -124,3 +124,31 @@ def test_from_torch_refuses_what_it_cannot_copy():
         qkv.MultiHeadAttention.from_torch(torch.nn.MultiheadAttention(8, 2, dropout=0.1))
     with pytest.raises(ValueError, match="add_bias_kv"):
         qkv.MultiHeadAttention.from_torch(torch.nn.MultiheadAttention(8, 2, add_bias_kv=True))
+
+
+@pytest.mark.parametrize("impl", ["explicit", "fused", "auto"])
+def test_is_causal_matches_torch_with_a_causal_mask(impl, device):
+    ref = torch_mha(16, 4, device=device)
+    mine = qkv.MultiHeadAttention.from_torch(ref, impl=impl)
+    x = torch.randn(3, 7, 16, dtype=torch.float64, device=device)
+    blocked = ~qkv.causal_mask(7, device=device)  # PyTorch's is_causal is a hint that needs its mask
+    ref_out, ref_w = ref(x, x, x, attn_mask=blocked, is_causal=True, need_weights=True, average_attn_weights=False)
+    out, w = mine(x, is_causal=True, need_weights=impl != "fused")
+    torch.testing.assert_close(out, ref_out, **TOL[torch.float64])
+    if impl != "fused":
+        torch.testing.assert_close(w, ref_w, **TOL[torch.float64])
+
+
+@pytest.mark.parametrize("impl", ["explicit", "fused"])
+def test_masks_of_every_rank_broadcast(impl, device):
+    """(S,), (L, S), (B, L, S) (qkv's 3-D form) and (B, H, L, S) masks against PyTorch given the (B*H, L, S) mask."""
+    B, L, S, d, H = 2, 4, 5, 8, 2
+    ref = torch_mha(d, H, device=device)
+    mine = qkv.MultiHeadAttention.from_torch(ref, impl=impl)
+    q, kv = (torch.randn(B, n, d, dtype=torch.float64, device=device) for n in (L, S))
+    for shape in [(S,), (L, S), (B, L, S), (B, H, L, S), (B, 1, 1, S)]:
+        allowed = torch.rand(shape, device=device) < 0.7
+        allowed[..., 0] = True  # PyTorch's module gives NaN for a query with no key
+        full = (allowed.unsqueeze(1) if allowed.dim() == 3 else allowed).expand(B, H, L, S)
+        ref_out, _ = ref(q, kv, kv, attn_mask=~full.reshape(B * H, L, S), need_weights=False)
+        torch.testing.assert_close(mine(q, kv, mask=allowed)[0], ref_out, **TOL[torch.float64])

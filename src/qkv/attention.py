@@ -19,21 +19,28 @@ from typing import Literal, overload
 import torch
 import torch.nn.functional as F
 
+from .masks import causal_mask
 from .validate import (
     check_mask,
     check_qkv,
     require,
     require_choice,
     require_same_device_dtype,
+    require_scale,
     require_tensor,
     shape_of,
 )
 
-__all__ = ["column_attention", "scaled_dot_product_attention", "softmax"]
+__all__ = ["column_attention", "default_scale", "scaled_dot_product_attention", "softmax"]
 
 Impl = Literal["auto", "explicit", "fused"]
 IMPLS = ("auto", "explicit", "fused")
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def default_scale(d_k: int) -> float:
+    """The usual scale, ``1 / sqrt(d_k)``. With ``d_k = 0`` every score is an empty sum, 0, whatever the scale: 1."""
+    return 1.0 / math.sqrt(d_k) if d_k > 0 else 1.0
 
 
 def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
@@ -44,11 +51,11 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     Subtracting the maximum changes nothing mathematically but keeps ``exp`` from overflowing, so
     logits of ``1e4`` give finite weights. A slice whose entries are all ``-inf`` (a query whose
     every key is masked) gives zeros rather than NaN. Half-precision inputs are computed in float32
-    and returned in their own dtype.
+    and returned in their own dtype. An empty ``dim`` gives an empty result, as ``torch.softmax`` does.
 
     Parameters
     ----------
-    x : Tensor, any shape
+    x : Tensor, any shape with at least one dimension
     dim : int
         The axis that is normalised to sum to 1.
 
@@ -64,6 +71,8 @@ def softmax(x: torch.Tensor, dim: int = -1) -> torch.Tensor:
     """
     require_tensor("x", x, min_dim=1, floating=True)
     require(-x.dim() <= dim < x.dim(), "dim", f"in [{-x.dim()}, {x.dim()}) for x of shape {shape_of(x)}", dim)
+    if x.shape[dim] == 0:  # nothing to normalise (and no maximum to subtract)
+        return x.clone()
     work = x.float() if x.dtype in _LOW_PRECISION else x
     m = work.amax(dim=dim, keepdim=True)
     m = torch.where(torch.isfinite(m), m, torch.zeros_like(m))  # all -inf slice: keep exp() at 0, not NaN
@@ -82,6 +91,7 @@ def scaled_dot_product_attention(
     mask: torch.Tensor | None = None,
     *,
     scale: float | None = None,
+    is_causal: bool = False,
     return_weights: Literal[False] = False,
     impl: Impl = "auto",
 ) -> torch.Tensor: ...
@@ -93,6 +103,7 @@ def scaled_dot_product_attention(
     mask: torch.Tensor | None = None,
     *,
     scale: float | None = None,
+    is_causal: bool = False,
     return_weights: Literal[True],
     impl: Impl = "auto",
 ) -> tuple[torch.Tensor, torch.Tensor]: ...
@@ -104,6 +115,7 @@ def scaled_dot_product_attention(
     mask: torch.Tensor | None = None,
     *,
     scale: float | None = None,
+    is_causal: bool = False,
     return_weights: bool = False,
     impl: Impl = "auto",
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]: ...
@@ -114,6 +126,7 @@ def scaled_dot_product_attention(
     mask: torch.Tensor | None = None,
     *,
     scale: float | None = None,
+    is_causal: bool = False,
     return_weights: bool = False,
     impl: Impl = "auto",
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
@@ -131,20 +144,37 @@ def scaled_dot_product_attention(
         ``True`` means "may attend", the meaning of a boolean ``attn_mask`` in
         ``torch.nn.functional.scaled_dot_product_attention`` (and the *inverse* of
         ``key_padding_mask`` / boolean ``attn_mask`` in ``torch.nn.MultiheadAttention``).
-        Masked scores become ``-inf``. A query whose every key is masked gets zero weights
-        and a zero output, never NaN.
+        Any rank up to that of ``q``: ``(S,)``, ``(L, S)``, ``(B, 1, 1, S)``, ... Masked scores
+        become ``-inf``. A query whose every key is masked gets zero weights and a zero output,
+        never NaN (PyTorch's CPU kernels give 0 there too).
     scale : float, optional
-        Multiplies the scores; default ``1 / sqrt(d_k)``.
+        Multiplies the scores; default ``1 / sqrt(d_k)``. Any finite number, negative too.
+    is_causal : bool
+        Query ``i`` sees keys ``j <= i``, aligned top-left as in PyTorch (with ``L > S`` the last
+        queries see every key; with ``L < S`` the last keys are hidden from every query): the
+        same as ``mask=qkv.causal_mask(L, S)``, but the fused path builds no mask.
     return_weights : bool
         Also return the attention weights.
     impl : {"auto", "explicit", "fused"}
         ``"explicit"`` runs the three steps the book teaches; ``"fused"`` calls PyTorch's kernel
         (which never materialises the weights); ``"auto"`` is fused unless weights are asked for.
+        All three give the same numbers (to rounding) and gradients.
 
     Returns
     -------
     out : Tensor (..., L, d_v)
     weights : Tensor (..., L, S), only if ``return_weights``; each unmasked row sums to 1.
+
+    Notes
+    -----
+    Any size may be 0, with PyTorch's answers: ``L = 0`` gives an empty ``(..., 0, d_v)``;
+    ``S = 0`` gives zeros (every query has no key) and weights of shape ``(..., L, 0)``; ``d_k = 0``
+    gives uniform weights (every score is an empty sum, 0). A ``ValueError`` naming the shapes it got
+    refuses, on every path, what PyTorch's function takes but this one does not: leading dims that
+    differ between ``q``, ``k`` and ``v`` (PyTorch broadcasts them; expand them first); a float
+    (additive) mask; a mask together with ``is_causal`` (PyTorch refuses that too; pass
+    ``mask & qkv.causal_mask(L, S)``); and, like PyTorch, inputs with fewer than two dims (a single
+    query is ``q.unsqueeze(-2)``, shape ``(1, d_k)``). There is no dropout.
 
     Examples
     --------
@@ -153,6 +183,9 @@ def scaled_dot_product_attention(
     >>> out, w = qkv.scaled_dot_product_attention(q, k, v, return_weights=True)
     >>> out.shape, w.shape
     (torch.Size([2, 5, 3]), torch.Size([2, 5, 7]))
+    >>> causal = qkv.scaled_dot_product_attention(q, q, q, is_causal=True)
+    >>> torch.allclose(causal, qkv.scaled_dot_product_attention(q, q, q, qkv.causal_mask(5)), atol=1e-6)
+    True
     """
     q, k, v = check_qkv(q, k, v)
     require_choice("impl", impl, IMPLS)
@@ -162,31 +195,49 @@ def scaled_dot_product_attention(
         "'explicit' or 'auto' when return_weights=True (the fused kernel never forms the weights)",
         repr(impl),
     )
+    require(isinstance(is_causal, bool), "is_causal", "True or False", repr(is_causal))
     L, S = q.shape[-2], k.shape[-2]
     if mask is not None:
+        require(not is_causal, "mask", f"None when is_causal=True (for both, pass mask & causal_mask({L}, {S}))", mask)
         mask = check_mask(mask, (*q.shape[:-2], L, S))
         require(mask.device == q.device, "mask", f"on the device of query ({q.device})", f"device {mask.device}")
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])
+    scale = default_scale(q.shape[-1]) if scale is None else require_scale(scale)
 
-    if impl == "explicit" or return_weights:
+    # An empty sequence takes the explicit path too: there is nothing for a kernel to save, and some refuse it.
+    if impl == "explicit" or return_weights or L == 0 or S == 0:
+        if is_causal and L > 0 and S > 0:
+            mask = causal_mask(L, S, device=q.device)  # (L, S)
         scores = (q @ k.transpose(-2, -1)) * scale  # (..., L, S)
         if mask is not None:
             scores = scores.masked_fill(~mask, float("-inf"))
         weights = softmax(scores, dim=-1)  # (..., L, S)
         out = weights @ v  # (..., L, d_v)
         return (out, weights) if return_weights else out
+    return _fused(q, k, v, mask, scale, is_causal)
 
-    batch, d_v = q.shape[:-2], v.shape[-1]
-    if q.dim() != 4:  # PyTorch's fast CPU kernels take (B, H, L, d) only: fold the batch dims into B
-        q, k, v = (t.reshape(-1, 1, *t.shape[-2:]) for t in (q, k, v))  # (B*, 1, L or S, d)
-        if mask is not None and mask.dim() > 2:
-            mask = mask.expand(*batch, *mask.shape[-2:]).reshape(-1, 1, *mask.shape[-2:])
+
+def _fused(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: float, is_causal: bool
+) -> torch.Tensor:
+    """PyTorch's kernel on inputs folded into the ``(B, H, L, d)`` layout its fast CPU kernels take."""
+    batch, L, d_v = q.shape[:-2], q.shape[-2], v.shape[-1]
+    if mask is not None:  # the rank of q: PyTorch's kernels fail on 0-D and 1-D masks
+        mask = mask.reshape((1,) * (q.dim() - mask.dim()) + mask.shape)  # (..., L or 1, S or 1)
+    if q.dim() != 4:  # fold the batch dims into B
+        n = math.prod(batch)  # not -1, which a size of 0 leaves undefined
+        q, k, v = (t.reshape(n, 1, *t.shape[-2:]) for t in (q, k, v))  # (B*, 1, L or S, d)
+        if mask is not None:
+            last = mask.shape[-2:]
+            if any(m != 1 for m in mask.shape[:-2]):  # one mask per batch entry: (B*, 1, L or 1, S or 1)
+                mask = mask.expand(*batch, *last).reshape(n, 1, *last)
+            else:  # one mask for the whole batch, left to broadcast
+                mask = mask.reshape(1, 1, *last)
     if mask is None:
-        out = F.scaled_dot_product_attention(q, k, v, scale=scale)
+        out = F.scaled_dot_product_attention(q, k, v, scale=scale, is_causal=is_causal)
     else:
-        # The kernel gives NaN for a query with no allowed key: let such rows see every key, then zero them.
-        has_key = mask.any(dim=-1, keepdim=True)  # (..., L, 1)
+        # A query with no allowed key: PyTorch's CPU kernels give 0, others (CUDA's, older releases) NaN. Let such
+        # rows see every key, then zero them: the same 0 everywhere.
+        has_key = mask.any(dim=-1, keepdim=True)  # (..., L or 1, 1)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask | ~has_key, scale=scale)
         out = out.masked_fill(~has_key, 0.0)
     return out.reshape(*batch, L, d_v)  # (..., L, d_v)
@@ -246,8 +297,7 @@ def column_attention(
         f"(..., d_v, S) with S={k.shape[-1]} like key {shape_of(k)}",
         v,
     )
-    if scale is None:
-        scale = 1.0 / math.sqrt(d_k)
+    scale = default_scale(d_k) if scale is None else require_scale(scale)
     scores = (k.transpose(-2, -1) @ q) * scale  # A = K^T Q: (..., S, L)
     weights = softmax(scores, dim=-2)  # A': each column sums to 1
     out = v @ weights  # O = V A': (..., d_v, L)

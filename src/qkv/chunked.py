@@ -17,11 +17,10 @@ in place, and autograd then keeps every block's probabilities (memory like ``L *
 
 from __future__ import annotations
 
-import math
-
 import torch
 
-from .validate import check_qkv, require_int
+from .attention import default_scale
+from .validate import check_qkv, require, require_int, require_scale
 
 __all__ = ["chunked_attention"]
 
@@ -51,13 +50,19 @@ def chunked_attention(
         (each a synchronisation point for the CPU's threads) small while one block of scores,
         ``L * block_size`` numbers, stays a few percent of the full ``(L, S)`` matrix at long lengths.
     causal : bool
-        Query ``i`` sees keys ``j <= i`` (top-left aligned, like ``qkv.causal_mask``).
+        Query ``i`` sees keys ``j <= i`` (top-left aligned, like ``qkv.causal_mask`` and
+        ``is_causal=True`` in ``scaled_dot_product_attention``).
     scale : float, optional
         Default ``1 / sqrt(d_k)``.
 
     Returns
     -------
     Tensor (..., L, d_v)
+
+    Notes
+    -----
+    Inputs, sizes of 0 and errors as in :func:`qkv.scaled_dot_product_attention` (``S = 0`` gives zeros);
+    there is no ``mask`` argument.
 
     Examples
     --------
@@ -68,11 +73,13 @@ def chunked_attention(
     """
     q, k, v = check_qkv(q, k, v)
     require_int("block_size", block_size)
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])
+    require(isinstance(causal, bool), "causal", "True or False", repr(causal))
+    scale = default_scale(q.shape[-1]) if scale is None else require_scale(scale)
     L, S = q.shape[-2], k.shape[-2]
     work = torch.float32 if q.dtype in (torch.float16, torch.bfloat16) else q.dtype
     q = (q * scale).to(work)  # scale once: (..., L, d_k)
+    if L == 0 or S == 0:  # no block to visit: an empty output, or zeros (no key), from products autograd can follow
+        return (q @ k.to(work).transpose(-2, -1) @ v.to(work)).to(v.dtype)  # (..., L, d_v)
     m = torch.full((*q.shape[:-1], 1), float("-inf"), device=q.device, dtype=work)  # running max (..., L, 1)
     l = torch.zeros_like(m)  # running sum of exp (..., L, 1)
     acc = torch.zeros((*q.shape[:-1], v.shape[-1]), device=q.device, dtype=work)  # (..., L, d_v)

@@ -75,9 +75,14 @@ class MultiHeadAttention(nn.Module):
     Notes
     -----
     ``mask`` uses our convention, True = may attend. ``torch.nn.MultiheadAttention``'s boolean
-    ``attn_mask`` and ``key_padding_mask`` mean the opposite (True = blocked): pass ``~mask`` there.
-    ``need_weights=True`` returns per-head weights ``(B, H, L, S)``, like PyTorch's
-    ``average_attn_weights=False``.
+    ``attn_mask`` and ``key_padding_mask`` mean the opposite (True = blocked): PyTorch's
+    ``key_padding_mask=kpm`` is ``mask=~kpm[:, None, None, :]`` here, and its 3-D ``attn_mask`` is
+    ``(B * H, L, S)`` where ours is ``(B, L, S)``. ``need_weights=True`` returns per-head weights
+    ``(B, H, L, S)``, like PyTorch's ``average_attn_weights=False``; ``weights.mean(dim=1)`` is its
+    default average. A query with no allowed key gets zero heads, so its output is ``out_proj``'s bias
+    (PyTorch's module gives NaN there). Queries, keys and values all have ``d_model`` features (no
+    ``kdim``/``vdim``); there is no dropout, ``add_bias_kv`` or ``add_zero_attn``, and no sequence-first or
+    unbatched layout: inputs are ``(B, L, d_model)``.
 
     Examples
     --------
@@ -122,13 +127,16 @@ class MultiHeadAttention(nn.Module):
         value: torch.Tensor | None = None,
         mask: torch.Tensor | None = None,
         need_weights: bool = False,
+        *,
+        is_causal: bool = False,
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Attend from ``query`` (B, L, d_model) to ``key`` (B, S, d_model) and ``value`` (B, S, d_model).
 
         ``key`` defaults to ``query`` and ``value`` to ``key`` (self-attention). ``mask`` is boolean,
-        True = may attend, broadcastable to ``(B, H, L, S)``; a 2-D ``(L, S)`` or 3-D ``(B, L, S)``
-        mask is applied to every head. Returns ``(out, weights)``: out ``(B, L, d_model)``,
-        weights ``(B, H, L, S)`` if ``need_weights`` else ``None``.
+        True = may attend, broadcastable to ``(B, H, L, S)``; a 3-D mask is ``(B, L, S)``, applied to
+        every head, and a 2-D ``(L, S)`` or 1-D ``(S,)`` mask to every batch entry and head.
+        ``is_causal=True`` lets query ``i`` see keys ``j <= i`` without a mask (not with one). Returns
+        ``(out, weights)``: out ``(B, L, d_model)``, weights ``(B, H, L, S)`` if ``need_weights`` else ``None``.
         """
         key = query if key is None else key
         value = key if value is None else value
@@ -136,13 +144,26 @@ class MultiHeadAttention(nn.Module):
             require_tensor(name, x, floating=True)
             require(x.dim() == 3 and x.shape[-1] == self.d_model, name, f"(B, *, d_model={self.d_model})", x)
         require_same_device_dtype(("query", "key", "value"), (query, key, value))
+        weight = self.q_proj.weight  # under autocast the projections choose their dtype themselves
+        same_dtype = query.dtype == weight.dtype or torch.is_autocast_enabled(query.device.type)
+        require(
+            same_dtype and query.device == weight.device,
+            "query",
+            f"{weight.dtype} on {weight.device} like the module's weights (or move the module: module.to(query.dtype))",
+            f"{query.dtype} on {query.device}",
+        )
+        require(
+            not (need_weights and self.impl == "fused"),
+            "need_weights",
+            "False in a module built with impl='fused' (the fused kernel never forms the weights)",
+            need_weights,
+        )
         B, L, _ = query.shape
         S = key.shape[1]
         require(key.shape[0] == B, "key", f"batch size {B} like query {shape_of(query)}", key)
         require(value.shape[:2] == key.shape[:2], "value", f"(B, S) = {shape_of(key)[:2]} like key", value)
         if mask is not None:
             mask = require_tensor("mask", mask)
-            require(mask.dim() in (2, 3, 4), "mask", "(L, S), (B, L, S) or broadcastable to (B, H, L, S)", mask)
             if mask.dim() == 3:
                 mask = check_mask(mask, (B, L, S)).unsqueeze(1)  # (B, 1, L, S)
             mask = check_mask(mask, (B, self.num_heads, L, S))
@@ -156,9 +177,11 @@ class MultiHeadAttention(nn.Module):
         v = split_heads(v, self.num_heads)  # (B, H, S, d_k)
         weights: torch.Tensor | None = None
         if need_weights:
-            out, weights = scaled_dot_product_attention(q, k, v, mask, return_weights=True, impl=self.impl)
+            out, weights = scaled_dot_product_attention(
+                q, k, v, mask, is_causal=is_causal, return_weights=True, impl=self.impl
+            )
         else:
-            out = scaled_dot_product_attention(q, k, v, mask, impl=self.impl)  # (B, H, L, d_k)
+            out = scaled_dot_product_attention(q, k, v, mask, is_causal=is_causal, impl=self.impl)  # (B, H, L, d_k)
         return self.out_proj(merge_heads(out)), weights  # (B, L, d_model)
 
     @classmethod
@@ -168,6 +191,7 @@ class MultiHeadAttention(nn.Module):
         PyTorch stores W^Q, W^K, W^V stacked in ``in_proj_weight`` (3 * d_model, d_model); they are
         copied into ``q_proj``, ``k_proj`` and ``v_proj``. Modules with ``kdim``/``vdim`` different
         from ``embed_dim``, ``add_bias_kv``, ``add_zero_attn`` or dropout have no counterpart here.
+        PyTorch's ``batch_first`` only changes the layout of its inputs: ours are always batch-first.
         """
         require(
             isinstance(module, nn.MultiheadAttention), "module", "a torch.nn.MultiheadAttention", type(module).__name__
